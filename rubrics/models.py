@@ -1,0 +1,100 @@
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from teams.models import Team
+
+
+class Strategy(models.TextChoices):
+    BATCHED = "batched", "Batched (one judge call per run)"
+    INDEPENDENT = "independent", "Independent (one judge call per criterion)"
+
+
+class AlignmentMode(models.TextChoices):
+    OFF = "off", "Off"
+    USER = "user", "User prompt"
+    SYSTEM = "system", "System prompt"
+    BOTH = "both", "Both"
+
+
+class Rubric(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="rubrics")
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=100)
+    description = models.TextField(blank=True)
+    # Blank means the deployment default (EVALSITE_JUDGE_MODEL).
+    judge_model = models.CharField(max_length=200, blank=True)
+    # temperature, max_tokens, api_base, timeout: validated by rubrics.services.
+    judge_params = models.JSONField(default=dict, blank=True)
+    scale = models.FloatField(default=1.0)
+    strategy = models.CharField(max_length=12, choices=Strategy.choices, default=Strategy.BATCHED)
+    alignment_mode = models.CharField(
+        max_length=8, choices=AlignmentMode.choices, default=AlignmentMode.OFF
+    )
+    # {"user": {intent, requirements, completeness, appropriateness}, "system": {...},
+    #  "user_share": 0.7}; null = the defaults of SCORING.md.
+    alignment_weights = models.JSONField(null=True, blank=True)
+    current_version = models.ForeignKey(
+        "RubricVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    archived_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "slug"], name="rubric_unique_team_slug"),
+            models.CheckConstraint(condition=Q(scale__gte=0), name="rubric_scale_non_negative"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class RubricVersion(models.Model):
+    """An immutable snapshot of a rubric's criteria; every verdict points at one."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    rubric = models.ForeignKey(Rubric, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    note = models.CharField(max_length=300, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["rubric", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["rubric", "number"], name="version_unique_number"),
+            models.CheckConstraint(condition=Q(number__gte=1), name="version_number_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.rubric} v{self.number}"
+
+
+class Criterion(models.Model):
+    """One criterion of one version. ``key`` is stable across versions of the same rubric:
+    rewording a criterion keeps its key, so diffs and per-criterion statistics follow it."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    version = models.ForeignKey(RubricVersion, on_delete=models.CASCADE, related_name="criteria")
+    key = models.CharField(max_length=32)
+    position = models.PositiveIntegerField()
+    description = models.TextField()
+    required = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["version", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["version", "key"], name="criterion_unique_key"),
+            models.UniqueConstraint(fields=["version", "position"], name="criterion_unique_position"),
+        ]
+
+    def __str__(self) -> str:
+        return f"[{self.key}] {self.description[:60]}"

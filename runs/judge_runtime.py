@@ -1,0 +1,43 @@
+"""One asyncio loop per process, in a daemon thread, for every judge call.
+
+Celery runs tasks in a thread pool; each thread hands its scoring coroutine to this loop and
+blocks on the result. All judge calls of the process therefore share one loop and one pool of
+HTTP connections, so many calls stay in flight at little CPU cost per call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_lock = threading.Lock()
+_loop: asyncio.AbstractEventLoop | None = None
+
+
+def _start() -> asyncio.AbstractEventLoop:
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="judge-loop", daemon=True)
+    thread.start()
+    return loop
+
+
+def judge_loop() -> asyncio.AbstractEventLoop:
+    global _loop
+    with _lock:
+        if _loop is None or _loop.is_closed():
+            _loop = _start()
+        return _loop
+
+
+def run_judged(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+    """Run ``coro`` on the shared loop and wait for its result (re-raising its exception)."""
+    future = asyncio.run_coroutine_threadsafe(coro, judge_loop())
+    try:
+        return future.result(timeout)
+    except TimeoutError:
+        future.cancel()
+        raise

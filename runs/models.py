@@ -1,0 +1,300 @@
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from rubrics.models import AlignmentMode, Criterion, Rubric, RubricVersion
+from teams.models import Team
+
+
+class Status(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+PENDING_STATUSES = (Status.QUEUED, Status.RUNNING)
+FINAL_STATUSES = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
+
+
+class Kind(models.TextChoices):
+    RUBRIC = "rubric", "Rubric"
+    ALIGNMENT = "alignment", "Prompt alignment"
+
+
+class AgentRun(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="runs")
+    external_id = models.CharField(max_length=200, null=True, blank=True)
+    agent = models.CharField(max_length=200, blank=True)
+    input = models.JSONField(default=dict)
+    output = models.JSONField(default=str)
+    request_context = models.JSONField(default=dict, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    # Texts the scorers read, extracted once at ingest (SCORING.md "Shared terms").
+    task_text = models.TextField(blank=True)
+    system_text = models.TextField(blank=True)
+    output_text = models.TextField(blank=True)
+    # SHA-256 of the canonical payload: the same external_id with another payload is a conflict.
+    content_hash = models.CharField(max_length=64)
+    rubric = models.ForeignKey(
+        Rubric, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
+    )
+    alignment_mode = models.CharField(
+        max_length=8, choices=AlignmentMode.choices, default=AlignmentMode.OFF
+    )
+    # Denormalised current result, written in the evaluation's own transaction so lists and
+    # filters never aggregate evaluations on the fly.
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.SUCCEEDED)
+    passed = models.BooleanField(null=True)
+    score = models.FloatField(null=True)
+    alignment_score = models.FloatField(null=True)
+    current_version = models.ForeignKey(
+        RubricVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True, db_index=False)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["team", "external_id"],
+                condition=Q(external_id__isnull=False),
+                name="run_unique_team_external_id",
+            ),
+        ]
+        indexes = [
+            # Runs list, newest first, keyset on (created_at, id).
+            models.Index(fields=["team", "-created_at", "-id"], name="run_team_newest"),
+            # Runs list filtered by rubric and passed/failed.
+            models.Index(
+                fields=["team", "rubric", "passed", "-created_at"], name="run_team_rubric_passed"
+            ),
+            # Runs list filtered by evaluation status (live queue views).
+            models.Index(fields=["team", "status", "-created_at"], name="run_team_status"),
+            # Runs list filtered by agent.
+            models.Index(fields=["team", "agent", "-created_at"], name="run_team_agent"),
+        ]
+
+    def __str__(self) -> str:
+        return self.external_id or str(self.id)
+
+
+class BatchStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    COMPLETED = "completed", "Completed"
+    COMPLETED_WITH_FAILURES = "completed_with_failures", "Completed with failures"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class RescoreBatch(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="batches")
+    rubric = models.ForeignKey(Rubric, on_delete=models.CASCADE, related_name="batches")
+    rubric_version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="+")
+    judge_model = models.CharField(max_length=200, blank=True)
+    force = models.BooleanField(default=False)
+    scope = models.JSONField(default=dict)
+    status = models.CharField(
+        max_length=24, choices=BatchStatus.choices, default=BatchStatus.QUEUED
+    )
+    estimate = models.JSONField(default=dict)
+    total = models.PositiveIntegerField(default=0)
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True)
+    webhook_url = models.URLField(blank=True)
+    webhook_delivered_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["team", "idempotency_key"],
+                condition=Q(idempotency_key__isnull=False),
+                name="batch_unique_idempotency_key",
+            ),
+        ]
+
+
+class Evaluation(models.Model):
+    """One scorer run on one agent run. Never mutated once final; re-scoring adds new rows."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="evaluations")
+    run = models.ForeignKey(AgentRun, on_delete=models.CASCADE, related_name="evaluations")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    rubric = models.ForeignKey(
+        Rubric, null=True, blank=True, on_delete=models.SET_NULL, related_name="evaluations"
+    )
+    rubric_version = models.ForeignKey(
+        RubricVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="evaluations"
+    )
+    # Criteria given inline (POST /api/score) or resolved from the run, when no version applies.
+    inline_criteria = models.JSONField(null=True, blank=True)
+    batch = models.ForeignKey(
+        RescoreBatch, null=True, blank=True, on_delete=models.SET_NULL, related_name="evaluations"
+    )
+    force = models.BooleanField(default=False)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    attempts = models.PositiveIntegerField(default=0)
+    lease_token = models.UUIDField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # Set when the broker accepted the message; null after a failed publish (sweeper resends).
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    # A transient judge failure re-queues the evaluation to run no earlier than this.
+    not_before = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    # Judge identity and scoring parameters, frozen at creation.
+    judge_model = models.CharField(max_length=200, blank=True)
+    judge_config = models.JSONField(default=dict)
+    scale = models.FloatField(default=1.0)
+    strategy = models.CharField(max_length=12, blank=True)
+    alignment_mode = models.CharField(max_length=8, blank=True)
+    alignment_weights = models.JSONField(null=True, blank=True)
+    # What the judge saw and said: one entry per call (messages, raw answer, tokens, cost,
+    # latency).
+    calls = models.JSONField(default=list, blank=True)
+    judge_calls = models.PositiveIntegerField(default=0)
+    criteria_judged = models.PositiveIntegerField(default=0)
+    criteria_reused = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    cost = models.FloatField(null=True, blank=True)
+    latency_ms = models.FloatField(null=True, blank=True)
+    # Results.
+    score = models.FloatField(null=True, blank=True)
+    passed = models.BooleanField(null=True)
+    reason = models.TextField(blank=True)
+    overall = models.TextField(blank=True)
+    criteria_source = models.CharField(max_length=16, blank=True)
+    band = models.CharField(max_length=16, blank=True)
+    user_score = models.FloatField(null=True, blank=True)
+    system_score = models.FloatField(null=True, blank=True)
+    system_applicable = models.BooleanField(null=True)
+    # The newest succeeded evaluation per (run, kind, rubric) is current.
+    is_current = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(kind="alignment") | Q(rubric__isnull=False) | Q(inline_criteria__isnull=False),
+                name="evaluation_rubric_has_criteria_source",
+            ),
+        ]
+        indexes = [
+            # Sweeper: running evaluations with an expired lease; queued ones left behind.
+            models.Index(fields=["status", "lease_expires_at"], name="eval_status_lease"),
+            # Run detail: a run's evaluations, newest first.
+            models.Index(fields=["run", "-created_at"], name="eval_run_newest"),
+            # Home page: evaluations by status and over time per team.
+            models.Index(fields=["team", "status", "-created_at"], name="eval_team_status"),
+            # Batch progress counts.
+            models.Index(fields=["batch", "status"], name="eval_batch_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} evaluation {self.id} ({self.status})"
+
+
+class CriterionVerdict(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="verdicts")
+    # Denormalised from the evaluation for the failing-criterion filter (a narrow index).
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    run = models.ForeignKey(AgentRun, on_delete=models.CASCADE, related_name="verdicts")
+    rubric = models.ForeignKey(Rubric, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    run_created_at = models.DateTimeField()
+    is_current = models.BooleanField(default=False)
+    criterion = models.ForeignKey(
+        Criterion, null=True, blank=True, on_delete=models.PROTECT, related_name="verdicts"
+    )
+    criterion_key = models.CharField(max_length=32)
+    position = models.PositiveIntegerField()
+    description = models.TextField()
+    required = models.BooleanField()
+    satisfied = models.BooleanField()
+    reasoning = models.TextField(blank=True)
+    verdict_key = models.CharField(max_length=64)
+    reused_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["evaluation", "position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["evaluation", "criterion_key"], name="verdict_unique_per_evaluation"
+            ),
+        ]
+        indexes = [
+            # "Runs failing criterion X of rubric Y, newest first" and per-criterion failure rates.
+            models.Index(
+                fields=["team", "rubric", "criterion_key", "is_current", "satisfied", "-run_created_at"],
+                name="verdict_failing_criterion",
+            ),
+            # Verdict reuse: look up a prior verdict by key.
+            models.Index(fields=["team", "verdict_key"], name="verdict_reuse_key"),
+        ]
+
+
+class Perspective(models.TextChoices):
+    USER = "user", "User"
+    SYSTEM = "system", "System"
+
+
+class AlignmentBreakdown(models.Model):
+    """One perspective of a prompt-alignment evaluation, every dimension in its own column."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="alignment")
+    perspective = models.CharField(max_length=6, choices=Perspective.choices)
+    weighted_score = models.FloatField()
+    weights = models.JSONField(default=dict)
+    intent_score = models.FloatField()
+    primary_intent = models.TextField(blank=True)
+    intent_addressed = models.BooleanField()
+    intent_reasoning = models.TextField(blank=True)
+    requirements_score = models.FloatField()
+    requirements = models.JSONField(default=list)
+    completeness_score = models.FloatField()
+    missing_elements = models.JSONField(default=list)
+    completeness_reasoning = models.TextField(blank=True)
+    appropriateness_score = models.FloatField()
+    format_aligned = models.BooleanField()
+    tone_aligned = models.BooleanField()
+    appropriateness_reasoning = models.TextField(blank=True)
+    overall_assessment = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["evaluation", "perspective"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["evaluation", "perspective"], name="alignment_unique_perspective"
+            ),
+            *[
+                models.CheckConstraint(
+                    condition=Q(**{f"{f}__gte": 0}) & Q(**{f"{f}__lte": 1}),
+                    name=f"alignment_{f}_in_unit_range",
+                )
+                for f in (
+                    "intent_score",
+                    "requirements_score",
+                    "completeness_score",
+                    "appropriateness_score",
+                    "weighted_score",
+                )
+            ],
+        ]

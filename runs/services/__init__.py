@@ -1,0 +1,22 @@
+"""Writes for runs and evaluations (see the modules for each flow)."""
+
+from .evaluations import (
+    evaluation_create,
+    evaluations_enqueue,
+    judge_config_for,
+)
+from .execute import evaluation_execute
+from .ingest import RunConflict, RunTooLarge, RunValidationError, run_ingest
+from .sweep import evaluations_sweep
+
+__all__ = [
+    "RunConflict",
+    "RunTooLarge",
+    "RunValidationError",
+    "evaluation_create",
+    "evaluation_execute",
+    "evaluations_enqueue",
+    "evaluations_sweep",
+    "judge_config_for",
+    "run_ingest",
+]

@@ -1,0 +1,99 @@
+"""Creating and enqueueing evaluations."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+from uuid import UUID
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from rubrics.models import AlignmentMode, Rubric, RubricVersion
+
+from ..models import AgentRun, Evaluation, Kind, RescoreBatch, Status
+
+logger = logging.getLogger(__name__)
+
+
+def judge_config_for(rubric: Rubric | None, *, model: str = "") -> dict[str, Any]:
+    """The judge identity an evaluation is frozen with (never the API key)."""
+    params = dict(rubric.judge_params) if rubric else {}
+    config: dict[str, Any] = {
+        "model": model or (rubric.judge_model if rubric else "") or settings.EVALSITE_JUDGE_MODEL,
+        "api_base": params.pop("api_base", None) or settings.EVALSITE_JUDGE_API_BASE or None,
+        "timeout": params.pop("timeout", None) or settings.EVALSITE_JUDGE_TIMEOUT,
+    }
+    config.update(params)
+    return config
+
+
+def evaluation_create(
+    *,
+    run: AgentRun,
+    kind: str,
+    rubric: Rubric | None = None,
+    version: RubricVersion | None = None,
+    inline_criteria: list[dict[str, Any]] | None = None,
+    alignment_mode: str = "",
+    judge_model: str = "",
+    batch: RescoreBatch | None = None,
+    force: bool = False,
+) -> Evaluation:
+    """A queued evaluation with its scoring parameters frozen; the caller enqueues it."""
+    config = judge_config_for(rubric, model=judge_model)
+    if kind == Kind.ALIGNMENT:
+        mode = alignment_mode or (rubric.alignment_mode if rubric else AlignmentMode.BOTH)
+    else:
+        mode = ""
+    return Evaluation.objects.create(
+        team_id=run.team_id,
+        run=run,
+        kind=kind,
+        rubric=rubric,
+        rubric_version=version if kind == Kind.RUBRIC else None,
+        inline_criteria=inline_criteria if kind == Kind.RUBRIC and version is None else None,
+        batch=batch,
+        force=force,
+        judge_model=config["model"],
+        judge_config=config,
+        scale=rubric.scale if rubric else 1.0,
+        strategy=rubric.strategy if rubric else "batched",
+        alignment_mode=mode,
+        alignment_weights=rubric.alignment_weights if rubric else None,
+    )
+
+
+def evaluations_enqueue(ids: Iterable[UUID | str]) -> None:
+    """Send each evaluation to the broker once the current transaction commits.
+
+    A broker that is down loses nothing: the rows stay queued with no ``enqueued_at`` and the
+    sweeper sends them when the broker is back.
+    """
+    id_list = [str(i) for i in ids]
+    if id_list:
+        transaction.on_commit(lambda: _publish(id_list))
+
+
+def _publish(ids: list[str], countdown: float | None = None) -> int:
+    from ..tasks import evaluate
+
+    sent = []
+    for evaluation_id in ids:
+        try:
+            evaluate.apply_async(args=[evaluation_id], countdown=countdown)
+        except Exception:  # noqa: BLE001 - any broker failure: the sweeper retries later
+            logger.warning("broker unreachable; evaluation %s stays queued", evaluation_id)
+            break
+        sent.append(evaluation_id)
+    if sent:
+        Evaluation.objects.filter(id__in=sent, status=Status.QUEUED).update(
+            enqueued_at=timezone.now()
+        )
+    return len(sent)
+
+
+def evaluation_publish_later(evaluation_id: str, countdown: float) -> None:
+    _publish([evaluation_id], countdown=countdown)

@@ -1,0 +1,206 @@
+"""Evaluate: claim with compare-and-set, judge outside any transaction, write in one.
+
+Every write is guarded by the lease token taken at claim time, so a worker that lost its lease
+(killed, paused, or too slow) can never overwrite or duplicate a newer attempt's result.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from runs.judge_runtime import run_judged
+from runs.scoring import (
+    AlignmentScorer,
+    AlignmentWeights,
+    JudgeConfig,
+    JudgeError,
+    PermanentJudgeError,
+    PriorVerdict,
+    RubricScorer,
+    ScoringInputError,
+    TransientJudgeError,
+    verdict_key,
+)
+from runs.scoring import Criterion as CriterionSpec
+
+from ..models import AgentRun, CriterionVerdict, Evaluation, Kind, Status
+from .evaluations import evaluation_publish_later
+from .results import record_failure, record_success
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str  # "skipped", "succeeded", "failed", "retrying", "lost_lease"
+    retry_in: float | None = None
+
+
+def evaluation_claim(*, evaluation_id: str) -> tuple[Evaluation, uuid.UUID] | None:
+    """queued → running, once: a duplicate or early message claims nothing."""
+    now = timezone.now()
+    token = uuid.uuid4()
+    claimed = (
+        Evaluation.objects.filter(id=evaluation_id, status=Status.QUEUED)
+        .filter(Q(not_before__isnull=True) | Q(not_before__lte=now))
+        .update(
+            status=Status.RUNNING,
+            attempts=F("attempts") + 1,
+            lease_token=token,
+            lease_expires_at=now + timedelta(seconds=settings.EVALSITE_LEASE_SECONDS),
+            started_at=now,
+        )
+    )
+    if not claimed:
+        return None
+    evaluation = Evaluation.objects.select_related("run", "rubric_version").get(id=evaluation_id)
+    AgentRun.objects.filter(pk=evaluation.run_id, status=Status.QUEUED).update(status=Status.RUNNING)
+    return evaluation, token
+
+
+def judge_for(evaluation: Evaluation) -> JudgeConfig:
+    config = dict(evaluation.judge_config)
+    api_base = config.pop("api_base", None)
+    api_key = settings.EVALSITE_JUDGE_API_KEY or None
+    if api_base and not api_key:
+        api_key = "not-needed"  # local OpenAI-compatible servers accept any key
+    known = {k: config.pop(k) for k in ("temperature", "timeout", "max_tokens") if k in config}
+    return JudgeConfig(
+        model=config.pop("model", "") or "",
+        api_base=api_base,
+        api_key=api_key,
+        extra=config,
+        **known,
+    )
+
+
+def _criteria(evaluation: Evaluation) -> tuple[list[CriterionSpec], dict[str, Any]]:
+    """The criteria to judge and a map from criterion key to its stored row id."""
+    if evaluation.rubric_version_id:
+        rows = list(evaluation.rubric_version.criteria.order_by("position"))  # type: ignore[union-attr]
+        specs = [CriterionSpec(id=c.key, description=c.description, required=c.required) for c in rows]
+        return specs, {c.key: c.id for c in rows}
+    items = evaluation.inline_criteria or []
+    specs = [
+        CriterionSpec(id=f"c{i + 1}", description=c["description"], required=c.get("required", True))
+        for i, c in enumerate(items)
+    ]
+    return specs, {}
+
+
+def _reusable(evaluation: Evaluation, judge: JudgeConfig, criteria: list[CriterionSpec]) -> dict:
+    if evaluation.force or not criteria:
+        return {}
+    run = evaluation.run
+    keys = [
+        verdict_key(judge, c.description, run.task_text, run.system_text, run.output_text)
+        for c in criteria
+    ]
+    rows = (
+        CriterionVerdict.objects.filter(
+            team_id=evaluation.team_id, verdict_key__in=keys, evaluation__status=Status.SUCCEEDED
+        )
+        .order_by("run_created_at")
+        .values("id", "verdict_key", "satisfied", "reasoning", "reused_from_id")
+    )
+    prior: dict[str, PriorVerdict] = {}
+    for row in rows:
+        source = row["reused_from_id"] or row["id"]
+        prior.setdefault(
+            row["verdict_key"],
+            PriorVerdict(satisfied=row["satisfied"], reasoning=row["reasoning"], source_id=str(source)),
+        )
+    return prior
+
+
+async def _score_rubric(evaluation: Evaluation, judge: JudgeConfig, criteria, reuse):
+    run = evaluation.run
+    scorer = RubricScorer(
+        judge=judge, criteria=criteria, scale=evaluation.scale, strategy=evaluation.strategy or "batched"
+    )
+    return await scorer.ascore(
+        task=run.task_text,
+        output=run.output_text,
+        system=run.system_text or None,
+        request_context=run.request_context,
+        metadata=run.metadata,
+        input=run.input,
+        reuse=reuse,
+    )
+
+
+async def _score_alignment(evaluation: Evaluation, judge: JudgeConfig):
+    run = evaluation.run
+    weights = (
+        AlignmentWeights.model_validate(evaluation.alignment_weights)
+        if evaluation.alignment_weights
+        else None
+    )
+    scorer = AlignmentScorer(
+        judge=judge, mode=evaluation.alignment_mode or "both", scale=evaluation.scale, weights=weights
+    )
+    return await scorer.ascore(
+        task=run.task_text, output=run.output_text, system=run.system_text or None
+    )
+
+
+def evaluation_execute(*, evaluation_id: str) -> Outcome:
+    """Run one evaluation end to end. Safe to call for any id, any number of times."""
+    claim = evaluation_claim(evaluation_id=evaluation_id)
+    if claim is None:
+        return Outcome("skipped")
+    evaluation, token = claim
+    judge = judge_for(evaluation)
+    criteria_ids: dict[str, Any] = {}
+    try:
+        if evaluation.kind == Kind.RUBRIC:
+            criteria, criteria_ids = _criteria(evaluation)
+            reuse = _reusable(evaluation, judge, criteria)
+            result = run_judged(_score_rubric(evaluation, judge, criteria, reuse))
+        else:
+            result = run_judged(_score_alignment(evaluation, judge))
+    except TransientJudgeError as exc:
+        return _transient(evaluation, token, exc)
+    except (PermanentJudgeError, ScoringInputError, JudgeError) as exc:
+        record_failure(evaluation, token, str(exc), getattr(exc, "calls", []))
+        return Outcome("failed")
+    except Exception as exc:  # a bug of ours must still end the evaluation, not strand it
+        logger.exception("evaluation %s crashed", evaluation_id)
+        record_failure(evaluation, token, f"internal error: {type(exc).__name__}: {exc}", [])
+        return Outcome("failed")
+    if not record_success(evaluation, token, result, criteria_ids):
+        return Outcome("lost_lease")
+    return Outcome("succeeded")
+
+
+def _transient(evaluation: Evaluation, token: uuid.UUID, exc: TransientJudgeError) -> Outcome:
+    attempts = evaluation.attempts  # loaded after the claim incremented it
+    if attempts >= settings.EVALSITE_MAX_ATTEMPTS:
+        message = f"judge still unavailable after {attempts} attempts: {exc}"
+        record_failure(evaluation, token, message, exc.calls)
+        return Outcome("failed")
+    delay = max(exc.retry_after or 0.0, min(2.0 ** attempts, 300.0))
+    now = timezone.now()
+    requeued = Evaluation.objects.filter(
+        id=evaluation.id, status=Status.RUNNING, lease_token=token
+    ).update(
+        status=Status.QUEUED,
+        lease_token=None,
+        lease_expires_at=None,
+        not_before=now + timedelta(seconds=delay),
+        enqueued_at=now,
+        error=f"attempt {attempts} failed, retrying in {delay:.0f}s: {exc}",
+    )
+    if not requeued:
+        return Outcome("lost_lease")
+    evaluation_publish_later(str(evaluation.id), countdown=delay)
+    return Outcome("retrying", retry_in=delay)

@@ -1,0 +1,183 @@
+"""Ingest: store a run and its queued evaluations in one transaction, enqueue on commit."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from rubrics.models import AlignmentMode, Rubric
+from runs.scoring import output_text, resolve_criteria, system_text, task_text
+from teams.models import Team
+
+from ..models import AgentRun, Evaluation, Kind, Status
+from ..payloads import RunPayload
+from .evaluations import evaluation_create, evaluations_enqueue
+
+
+class RunValidationError(ValueError):
+    def __init__(self, errors: dict[str, str]) -> None:
+        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
+        self.errors = errors
+
+
+class RunTooLarge(ValueError):
+    pass
+
+
+class RunConflict(ValueError):
+    """The external_id is taken by a run with different content."""
+
+    def __init__(self, run: AgentRun) -> None:
+        super().__init__(
+            f"external_id {run.external_id!r} already names a run with different content"
+        )
+        self.run = run
+
+
+def canonical_hash(content: dict[str, Any]) -> str:
+    blob = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def rubric_lookup(*, team: Team, ref: str) -> Rubric | None:
+    """A team's rubric by id or slug; None when it names nothing of this team."""
+    try:
+        return Rubric.objects.select_related("current_version").get(team=team, id=uuid.UUID(ref))
+    except (ValueError, Rubric.DoesNotExist):
+        return Rubric.objects.select_related("current_version").filter(team=team, slug=ref).first()
+
+
+def _messages(payload: RunPayload) -> list[dict[str, Any]]:
+    return [m.model_dump(mode="json") for m in payload.input.messages]
+
+
+def _output(payload: RunPayload) -> Any:
+    out = payload.output
+    if isinstance(out, str):
+        return out
+    return [m if isinstance(m, str) else m.model_dump(mode="json") for m in out]
+
+
+def _check_size(payload: RunPayload) -> None:
+    size = len(payload.model_dump_json().encode())
+    limit = settings.EVALSITE_MAX_RUN_BYTES
+    if size > limit:
+        raise RunTooLarge(f"run is {size:,} bytes; the limit is {limit:,} (EVALSITE_MAX_RUN_BYTES)")
+
+
+def _resolve_rubric(team: Team, payload: RunPayload) -> Rubric | None:
+    if payload.rubric is None:
+        # A request_context ``rubric`` that is exactly a stored rubric's slug names that rubric;
+        # any other value is criteria text (SCORING.md "Where criteria come from").
+        named = payload.request_context.get("rubric")
+        if isinstance(named, str) and named.strip() and "\n" not in named.strip():
+            found = rubric_lookup(team=team, ref=named.strip())
+            return found if found is not None and found.archived_at is None else None
+        return None
+    rubric = rubric_lookup(team=team, ref=payload.rubric)
+    if rubric is None:
+        raise RunValidationError({"rubric": f"no rubric {payload.rubric!r} in this team"})
+    if rubric.archived_at is not None:
+        raise RunValidationError({"rubric": f"rubric {rubric.slug!r} is archived"})
+    return rubric
+
+
+def run_ingest(
+    *, team: Team, payload: RunPayload, inline_criteria: list[dict[str, Any]] | None = None
+) -> tuple[AgentRun, bool]:
+    """Store a run and queue its evaluations. Returns (run, created).
+
+    Idempotent on ``external_id``: the same content again returns the stored run; different
+    content raises RunConflict. ``inline_criteria`` (from POST /api/score) replaces the rubric's.
+    """
+    _check_size(payload)
+    rubric = _resolve_rubric(team, payload)
+    digest = canonical_hash(payload.content() | {"rubric": payload.rubric, "alignment": payload.alignment})
+    if payload.external_id:
+        existing = AgentRun.objects.filter(team=team, external_id=payload.external_id).first()
+        if existing is not None:
+            return _same_or_conflict(existing, digest), False
+    try:
+        with transaction.atomic():
+            run = _create_run(team, payload, rubric, digest, inline_criteria)
+    except IntegrityError:
+        # Another request stored the same external_id between our check and insert.
+        existing = AgentRun.objects.get(team=team, external_id=payload.external_id)
+        return _same_or_conflict(existing, digest), False
+    return run, True
+
+
+def _same_or_conflict(existing: AgentRun, digest: str) -> AgentRun:
+    if existing.content_hash != digest:
+        raise RunConflict(existing)
+    return existing
+
+
+def _create_run(
+    team: Team,
+    payload: RunPayload,
+    rubric: Rubric | None,
+    digest: str,
+    inline_criteria: list[dict[str, Any]] | None,
+) -> AgentRun:
+    messages = _messages(payload)
+    output = _output(payload)
+    run = AgentRun.objects.create(
+        team=team,
+        external_id=payload.external_id,
+        agent=payload.agent,
+        input=payload.input.model_dump(mode="json"),
+        output=output,
+        request_context=payload.request_context,
+        metadata=payload.metadata,
+        task_text=task_text(messages),
+        system_text=system_text(messages),
+        output_text=output_text(output),
+        content_hash=digest,
+        rubric=rubric,
+        alignment_mode=payload.alignment or (rubric.alignment_mode if rubric else AlignmentMode.OFF),
+    )
+    evaluations = _initial_evaluations(run, payload, rubric, inline_criteria)
+    if evaluations:
+        AgentRun.objects.filter(pk=run.pk).update(status=Status.QUEUED)
+        run.status = Status.QUEUED
+        evaluations_enqueue(e.id for e in evaluations)
+    return run
+
+
+def _initial_evaluations(
+    run: AgentRun,
+    payload: RunPayload,
+    rubric: Rubric | None,
+    inline_criteria: list[dict[str, Any]] | None,
+) -> list[Evaluation]:
+    out = []
+    if inline_criteria is not None:
+        out.append(
+            evaluation_create(run=run, kind=Kind.RUBRIC, rubric=rubric, inline_criteria=inline_criteria)
+        )
+    elif rubric is not None and rubric.current_version_id:
+        out.append(
+            evaluation_create(run=run, kind=Kind.RUBRIC, rubric=rubric, version=rubric.current_version)
+        )
+    else:
+        criteria, source = resolve_criteria(
+            None, payload.request_context, payload.metadata, payload.input.model_dump(mode="json")
+        )
+        if criteria:
+            inline = [{"description": c.description, "required": c.required} for c in criteria]
+            out.append(
+                evaluation_create(run=run, kind=Kind.RUBRIC, rubric=rubric, inline_criteria=inline)
+            )
+    if run.alignment_mode != AlignmentMode.OFF:
+        out.append(
+            evaluation_create(
+                run=run, kind=Kind.ALIGNMENT, rubric=rubric, alignment_mode=run.alignment_mode
+            )
+        )
+    return out

@@ -1,0 +1,77 @@
+"""The lease sweeper: nothing claimed by a dead worker or dropped by the broker stays stuck."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from ..models import Evaluation, Status
+from .evaluations import _publish
+from .results import run_refresh
+
+logger = logging.getLogger(__name__)
+
+# A publish that failed leaves enqueued_at empty; give the on_commit publish this long first.
+UNSENT_GRACE = timedelta(seconds=5)
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    expired: int
+    failed: int
+    resent: int
+
+
+def evaluations_sweep(*, now=None) -> SweepReport:
+    """Re-queue running evaluations whose lease expired (or fail them past the attempt limit)
+    and re-send queued ones the broker never delivered. Every step is a compare-and-set, so
+    concurrent sweepers and late messages do no harm."""
+    now = now or timezone.now()
+    expired, failed = _expire_leases(now)
+    resent = _resend_queued(now)
+    if expired or failed or resent:
+        logger.info("sweep: %s lease(s) expired, %s failed, %s resent", expired, failed, resent)
+    return SweepReport(expired=expired, failed=failed, resent=resent)
+
+
+def _expire_leases(now) -> tuple[int, int]:
+    stale = Evaluation.objects.filter(status=Status.RUNNING, lease_expires_at__lt=now)
+    expired = failed = 0
+    for row in stale.values("id", "run_id", "attempts", "lease_token")[:1000]:
+        guard = Evaluation.objects.filter(id=row["id"], status=Status.RUNNING, lease_token=row["lease_token"])
+        with transaction.atomic():
+            if row["attempts"] >= settings.EVALSITE_MAX_ATTEMPTS:
+                n = guard.update(
+                    status=Status.FAILED,
+                    lease_token=None,
+                    finished_at=now,
+                    error=f"worker lost the evaluation {row['attempts']} times (lease expired)",
+                )
+                failed += n
+            else:
+                n = guard.update(
+                    status=Status.QUEUED, lease_token=None, lease_expires_at=None, enqueued_at=None,
+                    not_before=None,
+                )
+                expired += n
+            if n:
+                run_refresh(row["run_id"])
+    return expired, failed
+
+
+def _resend_queued(now) -> int:
+    ready = Q(not_before__isnull=True) | Q(not_before__lte=now)
+    unsent = Q(enqueued_at__isnull=True, created_at__lt=now - UNSENT_GRACE)
+    lost = Q(enqueued_at__lt=now - timedelta(seconds=settings.EVALSITE_REQUEUE_AFTER))
+    ids = list(
+        Evaluation.objects.filter(ready, unsent | lost, status=Status.QUEUED)
+        .order_by("created_at")
+        .values_list("id", flat=True)[:5000]
+    )
+    return _publish([str(i) for i in ids]) if ids else 0

@@ -1,0 +1,29 @@
+"""Celery tasks: parse ids, call one service. All state changes are compare-and-set."""
+
+from celery import shared_task
+from django.conf import settings
+
+from .services import evaluation_execute, evaluations_sweep
+
+
+@shared_task(
+    name="runs.tasks.evaluate",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    ignore_result=True,
+    # Time limits are enforced by the judge timeout inside (thread pools cannot kill a task);
+    # under prefork these also bound a stuck task.
+    soft_time_limit=settings.EVALSITE_TASK_TIME_LIMIT,
+    time_limit=settings.EVALSITE_TASK_TIME_LIMIT + 30,
+    # Transient judge failures re-queue through the database (see services.execute), so
+    # Celery itself never retries: a retry here could not be deduplicated.
+    max_retries=0,
+)
+def evaluate(evaluation_id: str) -> str:
+    return evaluation_execute(evaluation_id=evaluation_id).status
+
+
+@shared_task(name="runs.tasks.sweep", ignore_result=True, time_limit=120)
+def sweep() -> dict:
+    report = evaluations_sweep()
+    return {"expired": report.expired, "failed": report.failed, "resent": report.resent}

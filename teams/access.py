@@ -1,0 +1,45 @@
+"""The one access helper for HTML views: objects of another team are a 404."""
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.db.models import Model, QuerySet
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect
+
+
+def team_object_or_404(request: HttpRequest, queryset: QuerySet | type[Model], **lookup: Any):
+    team = getattr(request, "team", None)
+    if team is None:
+        raise Http404("No team")
+    qs = queryset if isinstance(queryset, QuerySet) else queryset._default_manager.all()
+    return get_object_or_404(qs, team=team, **lookup)
+
+
+def team_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Signed-in users without a team are sent to a page that says so."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_authenticated:
+            return redirect(f"/accounts/login/?next={request.path}")
+        if getattr(request, "team", None) is None:
+            return redirect("no_team")
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def editor_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Viewers read; only owners and editors change anything."""
+
+    @wraps(view)
+    @team_required
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.membership.can_edit:  # type: ignore[attr-defined]
+            raise PermissionDenied("Your role in this team is viewer: ask an owner for edit rights.")
+        return view(request, *args, **kwargs)
+
+    return wrapper

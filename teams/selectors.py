@@ -1,0 +1,41 @@
+"""Reads for teams: who may see what."""
+
+from datetime import timedelta
+
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from .models import ApiKey, Membership, Team
+from .services import hash_api_key
+
+# Writing last_used_at on every request would turn each API read into a write.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+def memberships_for_user(*, user) -> QuerySet[Membership]:
+    return Membership.objects.filter(user=user).select_related("team").order_by("team__name")
+
+
+def api_key_authenticate(*, raw: str) -> ApiKey | None:
+    """Return the active key matching ``raw`` (recording its use), or None."""
+    if not raw:
+        return None
+    key = (
+        ApiKey.objects.select_related("team")
+        .filter(hashed_key=hash_api_key(raw), revoked_at__isnull=True)
+        .first()
+    )
+    if key is None:
+        return None
+    now = timezone.now()
+    if key.last_used_at is None or now - key.last_used_at > LAST_USED_RESOLUTION:
+        ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+        key.last_used_at = now
+    return key
+
+
+def team_for_user(*, user, team_id) -> tuple[Team, Membership] | None:
+    membership = (
+        Membership.objects.select_related("team").filter(user=user, team_id=team_id).first()
+    )
+    return (membership.team, membership) if membership else None

@@ -1,0 +1,54 @@
+"""Writes for teams, memberships and API keys."""
+
+import hashlib
+import secrets
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from .models import ApiKey, Membership, Role, Team
+
+KEY_PREFIX = "es_"
+
+
+def hash_api_key(raw: str) -> str:
+    # API keys are 32 random bytes: a fast hash is enough, unlike passwords.
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def team_create(*, name: str, slug: str, owner: AbstractBaseUser | None = None) -> Team:
+    with transaction.atomic():
+        team = Team.objects.create(name=name, slug=slug, webhook_secret=secrets.token_hex(32))
+        if owner is not None:
+            Membership.objects.create(team=team, user=owner, role=Role.OWNER)
+    return team
+
+
+def membership_set(*, team: Team, user: AbstractBaseUser, role: str) -> Membership:
+    membership, _ = Membership.objects.update_or_create(
+        team=team, user=user, defaults={"role": role}
+    )
+    return membership
+
+
+def api_key_create(
+    *, team: Team, name: str, created_by: AbstractBaseUser | None = None
+) -> tuple[ApiKey, str]:
+    """Create a key and return it with its secret, which is never retrievable again."""
+    raw = KEY_PREFIX + secrets.token_urlsafe(32)
+    key = ApiKey.objects.create(
+        team=team,
+        name=name,
+        prefix=raw[:10],
+        hashed_key=hash_api_key(raw),
+        created_by=created_by,
+    )
+    return key, raw
+
+
+def api_key_revoke(*, key: ApiKey) -> ApiKey:
+    if key.revoked_at is None:
+        key.revoked_at = timezone.now()
+        key.save(update_fields=["revoked_at"])
+    return key

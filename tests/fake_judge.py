@@ -1,0 +1,477 @@
+"""A fake OpenAI-compatible judge server with deterministic answers and faults.
+
+Tests, end-to-end runs with real Celery workers, benchmarks and the demo
+(`make run`) point litellm at it with model ``openai/<anything>``,
+``api_base=<url>`` and ``api_key="fake"``, so litellm's real HTTP path runs.
+It is a DEMO judge: its verdicts are string matching, not judgement.
+
+How it reads a request
+----------------------
+* What is asked comes from ``response_format.json_schema``: a schema with a
+  ``verdicts`` property is a rubric call, one with ``intent`` an alignment call
+  (the schema name containing ``system`` selects the system perspective).
+  Without a schema (``json_object`` mode) the system message text decides.
+* The prompt is the FIRST user message (a repair re-ask appends messages, the
+  prompt stays first). Sections are delimited by tag lines: ``<task>``,
+  ``<system_prompt>``, ``<output>`` (each closed by ``</tag>``) and
+  ``<criteria>`` holding one ``[<id>] <description>`` line per criterion.
+
+Deterministic answers
+---------------------
+* Rubric: a criterion is satisfied iff every double-quoted phrase in its
+  description occurs (case-insensitively) in the output text; a criterion with
+  no quoted phrase is satisfied unless the output contains ``[[unsatisfied]]``.
+* Alignment: the reference text is the task (user perspective) or the system
+  prompt (system perspective). Requirements are the reference's sentences; one
+  is fulfilled when at least half of its words (3+ letters) occur in the
+  output. requirements score = completeness score = fulfilled / total (1.0
+  when there is none); intent = 0.9 when the output shares a word with the
+  reference, else 0.2; appropriateness = 0.8 for a non-empty output, else 0.
+  ``[[scores:I,R,C,A]]`` inside the reference text forces the four scores.
+
+Faults and latency (markers anywhere in the request's message texts)
+--------------------------------------------------------------------
+``[[judge:F]]`` with F in 429 (``Retry-After: 1``; ``[[judge:429:S]]`` sends
+S instead), 500, 400, 401, timeout (sleeps 3600 s without blocking others),
+malformed (content that is not JSON), missing (drops the last asked
+criterion), extra (adds an id that was not asked), duplicate, out_of_range
+(alignment scores of 5), wrong_type (``satisfied`` / ``score`` as strings).
+A suffix ``xN`` (``[[judge:429x2]]``) faults only the first N requests whose
+system message and first user message are the same, then answers normally.
+Keying on those two messages, not the whole list, is deliberate: a repair
+re-ask appends messages, and ``malformedx1`` must let the repair succeed.
+``[[latency:0.5]]`` overrides the server-wide latency for one request.
+
+Endpoints: ``POST /v1/chat/completions`` (and ``/chat/completions``),
+``GET /_stats``, ``POST /_reset``, ``POST /_config`` ``{"latency": s}``,
+``GET /_last`` (the last completion request body).
+
+Usage: ``with FakeJudge(latency=0.0) as judge: judge.url`` in-process, or
+``python -m tests.fake_judge --port 8765 --latency 0.2`` as a process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import re
+import threading
+import time
+import uuid
+from collections import Counter
+from typing import Any
+
+from aiohttp import web
+
+FAULTS = (
+    "429",
+    "500",
+    "400",
+    "401",
+    "timeout",
+    "malformed",
+    "missing",
+    "extra",
+    "duplicate",
+    "out_of_range",
+    "wrong_type",
+)
+FAULT_RE = re.compile(r"\[\[judge:(" + "|".join(FAULTS) + r")(?:x(\d+))?(?::([\d.]+))?\]\]")
+LATENCY_RE = re.compile(r"\[\[latency:([\d.]+)\]\]")
+SCORES_RE = re.compile(r"\[\[scores:([\d.]+),([\d.]+),([\d.]+),([\d.]+)\]\]")
+CRITERION_RE = re.compile(r"^\[([^\]\s]+)\]\s+(.*)$")
+QUOTED_RE = re.compile(r'"([^"]+)"')
+WORD_RE = re.compile(r"[a-z0-9]{3,}")
+SENTENCE_RE = re.compile(r"[^.!?\n]+")
+TIMEOUT_SLEEP = 3600.0
+
+
+# --- reading the request -------------------------------------------------
+
+
+def content_text(content: Any) -> str:
+    """Text of an OpenAI message content: a string or a list of parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+def first_user_text(messages: list[dict]) -> str:
+    return next((content_text(m.get("content")) for m in messages if m.get("role") == "user"), "")
+
+
+def section(prompt: str, tag: str) -> str:
+    """Text between ``<tag>`` and the LAST ``</tag>`` (outputs may quote tags)."""
+    start = prompt.find(f"<{tag}>")
+    end = prompt.rfind(f"</{tag}>")
+    if start < 0 or end < start:
+        return ""
+    return prompt[start + len(tag) + 2 : end].strip()
+
+
+def asked_criteria(prompt: str) -> list[tuple[str, str]]:
+    block = section(prompt, "criteria") or prompt
+    found = (CRITERION_RE.match(line.strip()) for line in block.splitlines())
+    return [(m.group(1), m.group(2)) for m in found if m]
+
+
+def request_kind(body: dict) -> tuple[str, str]:
+    """("rubric" | "alignment", perspective) from the schema or system text."""
+    fmt = body.get("response_format") or {}
+    spec = fmt.get("json_schema") or {}
+    props = (spec.get("schema") or {}).get("properties") or {}
+    if props:
+        kind = "rubric" if "verdicts" in props else "alignment"
+        return kind, "system" if "system" in spec.get("name", "") else "user"
+    system = " ".join(content_text(m.get("content")) for m in body["messages"] if m.get("role") == "system")
+    kind = "rubric" if '"verdicts"' in system else "alignment"
+    return kind, "system" if "system perspective" in system.lower() else "user"
+
+
+def fault_key(messages: list[dict], fault: str) -> str:
+    head = [m for m in messages if m.get("role") == "system"][:1] + [
+        m for m in messages if m.get("role") == "user"
+    ][:1]
+    raw = json.dumps([fault, head], sort_keys=True, default=str)
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+# --- deterministic answers ------------------------------------------------
+
+
+def words(text: str) -> set[str]:
+    return set(WORD_RE.findall(text.lower()))
+
+
+def rubric_verdict(criterion_id: str, description: str, output: str) -> dict:
+    phrases = QUOTED_RE.findall(description)
+    low = output.lower()
+    if phrases:
+        absent = [p for p in phrases if p.lower() not in low]
+        satisfied = not absent
+        why = "output never mentions " + ", ".join(f'"{p}"' for p in absent) if absent else (
+            "output mentions " + ", ".join(f'"{p}"' for p in phrases)
+        )
+    else:
+        satisfied = "[[unsatisfied]]" not in low
+        why = "output is marked [[unsatisfied]]" if not satisfied else "nothing in the output contradicts it"
+    return {"criterion_id": criterion_id, "satisfied": satisfied, "reasoning": why}
+
+
+def rubric_answer(prompt: str, fault: str | None) -> dict:
+    output = section(prompt, "output")
+    verdicts = [rubric_verdict(cid, desc, output) for cid, desc in asked_criteria(prompt)]
+    if fault == "missing" and verdicts:
+        verdicts.pop()
+    elif fault == "extra":
+        verdicts.append({"criterion_id": "not-asked", "satisfied": True, "reasoning": "extra"})
+    elif fault == "duplicate" and verdicts:
+        verdicts.append(dict(verdicts[0]))
+    elif fault == "wrong_type":
+        for verdict in verdicts:
+            verdict["satisfied"] = "yes"
+    met = sum(v["satisfied"] is True for v in verdicts)
+    return {"verdicts": verdicts, "overall_assessment": f"{met} of {len(verdicts)} criteria met"}
+
+
+def requirement_rows(reference: str, output_words: set[str]) -> list[dict]:
+    rows = []
+    for sentence in SENTENCE_RE.findall(SCORES_RE.sub("", reference)):
+        needed = words(sentence)
+        if not needed:
+            continue
+        fulfilled = len(needed & output_words) * 2 >= len(needed)
+        why = "most of its words appear in the output" if fulfilled else "the output barely touches it"
+        rows.append({"requirement": sentence.strip(), "fulfilled": fulfilled, "reasoning": why})
+    return rows
+
+
+def alignment_scores(reference: str, output: str, rows: list[dict]) -> tuple[float, ...]:
+    forced = SCORES_RE.search(reference)
+    if forced:
+        return tuple(float(g) for g in forced.groups())
+    share = sum(r["fulfilled"] for r in rows) / len(rows) if rows else 1.0
+    intent = 0.9 if words(reference) & words(output) else 0.2
+    return intent, share, share, 0.8 if output.strip() else 0.0
+
+
+def alignment_answer(prompt: str, perspective: str, fault: str | None) -> dict:
+    reference = section(prompt, "system_prompt" if perspective == "system" else "task")
+    output = section(prompt, "output")
+    rows = requirement_rows(reference, words(output))
+    intent, reqs, complete, fit = alignment_scores(reference, output, rows)
+    if fault == "out_of_range":
+        intent = reqs = complete = fit = 5.0
+    answer = {
+        "intent": {
+            "score": intent,
+            "primary_intent": reference.split("\n", 1)[0][:80],
+            "is_addressed": intent >= 0.5,
+            "reasoning": "the output shares vocabulary with the request" if intent >= 0.5 else "off topic",
+        },
+        "requirements": {"requirements": rows, "score": reqs},
+        "completeness": {
+            "score": complete,
+            "missing_elements": [r["requirement"] for r in rows if not r["fulfilled"]],
+            "reasoning": f"{sum(r['fulfilled'] for r in rows)} of {len(rows)} requirements covered",
+        },
+        "appropriateness": {
+            "score": fit,
+            "format_aligned": True,
+            "tone_aligned": True,
+            "reasoning": "non-empty answer" if fit else "empty answer",
+        },
+        "overall_assessment": f"{perspective} perspective judged by the fake judge",
+    }
+    if fault == "wrong_type":
+        answer["intent"]["score"] = "high"
+    return answer
+
+
+def completion_body(model: str, content: str, prompt_chars: int) -> dict:
+    return {
+        "id": f"chatcmpl-fake-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_chars // 4,
+            "completion_tokens": len(content) // 4,
+            "total_tokens": prompt_chars // 4 + len(content) // 4,
+        },
+    }
+
+
+def error_response(status: int, message: str, kind: str, headers: dict | None = None) -> web.Response:
+    body = {"error": {"message": message, "type": kind, "param": None, "code": str(status)}}
+    return web.json_response(body, status=status, headers=headers)
+
+
+# --- the server -----------------------------------------------------------
+
+
+class JudgeState:
+    """Counters, fault memory and settings of one fake judge server."""
+
+    def __init__(self, latency: float) -> None:
+        self.latency = latency
+        self.stopping = asyncio.Event()
+        self.reset()
+
+    def reset(self) -> None:
+        self.requests = 0
+        self.completions = 0
+        self.criteria_judged = 0
+        self.by_fault: Counter[str] = Counter()
+        self.fault_hits: Counter[str] = Counter()
+        self.last: dict | None = None
+
+    def stats(self) -> dict:
+        return {
+            "requests": self.requests,
+            "completions": self.completions,
+            "criteria_judged": self.criteria_judged,
+            "by_fault": dict(self.by_fault),
+        }
+
+    def pick_fault(self, messages: list[dict], text: str) -> tuple[str | None, str | None]:
+        """The first marker whose ``xN`` budget is not spent, consuming one use."""
+        for match in FAULT_RE.finditer(text):
+            fault, limit, arg = match.groups()
+            if limit is not None:
+                key = fault_key(messages, fault)
+                if self.fault_hits[key] >= int(limit):
+                    continue
+                self.fault_hits[key] += 1
+            self.by_fault[fault] += 1
+            return fault, arg
+        return None, None
+
+
+async def sleep_or_stop(state: JudgeState, seconds: float) -> None:
+    if seconds > 0:
+        try:
+            await asyncio.wait_for(state.stopping.wait(), seconds)
+        except TimeoutError:
+            pass
+
+
+def transport_fault(fault: str | None, arg: str | None) -> web.Response | None:
+    if fault == "429":
+        retry_after = arg or "1"
+        return error_response(429, "Rate limit reached (fake judge)", "rate_limit_error", {"Retry-After": retry_after})
+    if fault == "500":
+        return error_response(500, "The fake judge had an internal error", "server_error")
+    if fault == "400":
+        return error_response(400, "Invalid request (fake judge)", "invalid_request_error")
+    if fault == "401":
+        return error_response(401, "Incorrect API key provided (fake judge)", "invalid_request_error")
+    return None
+
+
+async def chat_completions(request: web.Request) -> web.Response:
+    state: JudgeState = request.app["state"]
+    body = await request.json()
+    messages = body.get("messages") or []
+    all_text = "\n".join(content_text(m.get("content")) for m in messages)
+    state.requests += 1
+    state.last = body
+    fault, arg = state.pick_fault(messages, all_text)
+    override = LATENCY_RE.search(all_text)
+    await sleep_or_stop(state, float(override.group(1)) if override else state.latency)
+    if fault == "timeout":
+        await sleep_or_stop(state, TIMEOUT_SLEEP)
+        return error_response(504, "fake judge gave up", "timeout")
+    failure = transport_fault(fault, arg)
+    if failure is not None:
+        return failure
+    return answer(state, body, messages, fault)
+
+
+def answer(state: JudgeState, body: dict, messages: list[dict], fault: str | None) -> web.Response:
+    prompt = first_user_text(messages)
+    kind, perspective = request_kind(body)
+    if kind == "rubric":
+        state.criteria_judged += len(asked_criteria(prompt))
+        content = json.dumps(rubric_answer(prompt, fault))
+    else:
+        content = json.dumps(alignment_answer(prompt, perspective, fault))
+    if fault == "malformed":
+        content = "I think the output is fine, mostly. {not json"
+    state.completions += 1
+    prompt_chars = sum(len(content_text(m.get("content"))) for m in messages)
+    return web.json_response(completion_body(body.get("model", "fake-judge"), content, prompt_chars))
+
+
+async def get_stats(request: web.Request) -> web.Response:
+    return web.json_response(request.app["state"].stats())
+
+
+async def post_reset(request: web.Request) -> web.Response:
+    request.app["state"].reset()
+    return web.json_response({"ok": True})
+
+
+async def post_config(request: web.Request) -> web.Response:
+    body = await request.json()
+    if "latency" in body:
+        request.app["state"].latency = float(body["latency"])
+    return web.json_response({"latency": request.app["state"].latency})
+
+
+async def get_last(request: web.Request) -> web.Response:
+    return web.json_response(request.app["state"].last)
+
+
+def make_app(latency: float = 0.0) -> web.Application:
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app["state"] = JudgeState(latency)
+    app.router.add_post("/v1/chat/completions", chat_completions)
+    app.router.add_post("/chat/completions", chat_completions)
+    app.router.add_get("/_stats", get_stats)
+    app.router.add_post("/_reset", post_reset)
+    app.router.add_post("/_config", post_config)
+    app.router.add_get("/_last", get_last)
+    return app
+
+
+async def start_site(app: web.Application, host: str, port: int) -> tuple[web.AppRunner, str]:
+    """Start serving; returns the runner and the base URL (ending in ``/v1``)."""
+    # handler_cancellation: a client that gives up (timeout) frees its handler.
+    runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=1.0, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, backlog=1024)
+    await site.start()
+    bound_port = runner.addresses[0][1]
+    return runner, f"http://{host}:{bound_port}/v1"
+
+
+class FakeJudge:
+    """The fake judge on its own event loop in a daemon thread (127.0.0.1)."""
+
+    def __init__(self, latency: float = 0.0) -> None:
+        self.app = make_app(latency)
+        self.url = ""
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="fake-judge", daemon=True)
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def state(self) -> JudgeState:
+        return self.app["state"]
+
+    def _call(self, coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=30)
+
+    def start(self) -> FakeJudge:
+        self._thread.start()
+        self._runner, self.url = self._call(start_site(self.app, "127.0.0.1", 0))
+        return self
+
+    def stop(self) -> None:
+        if self._runner is not None:
+            self._loop.call_soon_threadsafe(self.state.stopping.set)
+            self._call(self._runner.cleanup())
+            self._runner = None
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+
+    async def _read(self, fn: Any) -> Any:
+        return fn()
+
+    def stats(self) -> dict:
+        return self._call(self._read(self.state.stats))
+
+    def reset(self) -> None:
+        self._call(self._read(self.state.reset))
+
+    def last_request(self) -> dict | None:
+        return self._call(self._read(lambda: self.state.last))
+
+    def set_latency(self, seconds: float) -> None:
+        def change() -> None:
+            self.state.latency = seconds
+
+        self._call(self._read(change))
+
+    def __enter__(self) -> FakeJudge:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+async def serve(host: str, port: int, latency: float) -> None:
+    runner, url = await start_site(make_app(latency), host, port)
+    print(url, flush=True)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await runner.cleanup()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Fake OpenAI-compatible judge (demo / tests).")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every completion")
+    args = parser.parse_args(argv)
+    try:
+        asyncio.run(serve(args.host, args.port, args.latency))
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
