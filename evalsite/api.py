@@ -1,10 +1,258 @@
-"""The one NinjaAPI: every router is mounted here. OpenAPI at /api/openapi.json."""
+"""The one NinjaAPI: every router is mounted here. OpenAPI at /api/openapi.json, docs at /api/docs.
 
+Errors: ninja's own 422 (``{"detail": [{"loc", "msg", "type"}]}``) for invalid input, which our
+services' validation errors join so every field error looks the same; everything else answers
+``{"message": str, "extra": {...}}``. No input makes the API answer 500: anything unexpected is
+logged and answered with the error shape.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError
+from ninja.errors import ValidationError as NinjaValidationError
+from ninja.parser import Parser
 
-api = NinjaAPI(
+from evalsite.pagination import InvalidCursor
+from rubrics.services import RubricValidationError
+from runs.services import RunConflict, RunTooLarge, RunValidationError
+from runs.services.bulk import BulkValidationError
+from runs.services.score import ScoreConflict
+from teams.api import api_auth
+
+logger = logging.getLogger(__name__)
+
+# Bodies are refused before parsing above these sizes. A run's own limit
+# (EVALSITE_MAX_RUN_BYTES, on its compact JSON) is checked by the ingest service; the raw body
+# may carry indentation and escapes, hence the margin.
+BODY_MARGIN = 1.25
+BULK_PATH = re.compile(r"/runs/bulk/?$")
+
+
+def body_limit(request: HttpRequest) -> int:
+    if BULK_PATH.search(request.path):
+        return settings.EVALSITE_MAX_BULK_BYTES
+    return int(settings.EVALSITE_MAX_RUN_BYTES * BODY_MARGIN) + 16_384
+
+
+class PayloadTooLarge(Exception):
+    pass
+
+
+# Text PostgreSQL cannot store (NUL, lone surrogates): refused at the door, not at the INSERT.
+UNSTORABLE_TEXT = re.compile("[\x00\ud800-\udfff]")
+
+
+class StrictJsonParser(Parser):
+    """JSON bodies that the database can store: no NaN/Infinity, no NUL, no lone surrogates."""
+
+    def parse_body(self, request: HttpRequest) -> Any:
+        data = json.loads(request.body, parse_constant=_reject_constant, parse_float=_finite)
+        _check_text(data)
+        return data
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"number {text[:40]} is out of range")
+    return value
+
+
+def _check_text(data: Any) -> None:
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if UNSTORABLE_TEXT.search(item):
+                raise ValueError("strings may not contain NUL (\\u0000) or unpaired surrogates")
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+class EvalsiteAPI(NinjaAPI):
+    def create_temporal_response(self, request: HttpRequest) -> HttpResponse:
+        # Called after authentication and before the body is read: the cheapest place to
+        # refuse an oversized body without parsing it.
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        limit = body_limit(request)
+        if length > limit:
+            raise PayloadTooLarge(f"request body is {length:,} bytes; the limit is {limit:,}")
+        return super().create_temporal_response(request)
+
+    def get_openapi_schema(self, **kwargs: Any) -> Any:
+        """Document the answers every operation with a body can give, whichever router it
+        comes from: 400 (malformed JSON) and 413 (body too large), in the error shape."""
+        schema = super().get_openapi_schema(**kwargs)
+        error_ref = {"$ref": "#/components/schemas/ErrorOut"}
+        for operations in schema["paths"].values():
+            for operation in operations.values():
+                if "requestBody" not in operation:
+                    continue
+                for code, what in ((400, "Malformed JSON body"), (413, "Body too large")):
+                    operation["responses"].setdefault(
+                        code,
+                        {
+                            "description": what,
+                            "content": {"application/json": {"schema": error_ref}},
+                        },
+                    )
+        return schema
+
+
+api = EvalsiteAPI(
     title="evalsite API",
     version="1",
-    description="Ingest agent runs, author rubrics, score and re-score with an LLM judge.",
+    description=(
+        "Ingest agent runs, author rubrics, score and re-score with an LLM judge. "
+        "Authenticate with `Authorization: Bearer <api key>` (or a browser session with its "
+        'CSRF token). Errors other than 422 answer `{"message": ..., "extra": {...}}`.'
+    ),
     urls_namespace="api",
+    auth=api_auth,
+    parser=StrictJsonParser(),
 )
+
+
+def error(request: HttpRequest, status: int, message: str, **extra: Any) -> HttpResponse:
+    return api.create_response(request, {"message": message, "extra": extra}, status=status)
+
+
+def field_errors(location: str, errors: dict[str, str]) -> NinjaValidationError:
+    """Service field errors in ninja's 422 shape, so clients read one kind of 422. Ninja
+    names a body field ["body", "payload", field] (after the operations' body parameter)."""
+    prefix = [location, "payload"] if location == "body" else [location]
+    return NinjaValidationError(
+        [
+            {"type": "value_error", "loc": [*prefix, *_path(field)], "msg": message}
+            for field, message in errors.items()
+        ]
+    )
+
+
+def _path(field: str) -> list[str | int]:
+    """``criteria[2].description`` → ["criteria", 2, "description"]."""
+    parts: list[str | int] = []
+    for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", field):
+        parts.append(int(index) if index else name)
+    return parts or [field]
+
+
+@api.exception_handler(AuthenticationError)
+def on_unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    return error(
+        request,
+        401,
+        "Authentication required: send `Authorization: Bearer <api key>` with an active key "
+        "(or sign in to the site).",
+    )
+
+
+@api.exception_handler(HttpError)
+def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    message = str(exc)
+    cause = exc.__cause__
+    if exc.status_code == 400 and cause is not None:
+        # ninja wraps any body parse failure in "Cannot parse request body": say why.
+        message = f"Malformed JSON body: {_describe(cause)}"
+    return error(request, exc.status_code, message)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
+    if isinstance(exc, RequestDataTooBig):
+        return "the body is too large"
+    if isinstance(exc, UnicodeDecodeError):
+        return "the body is not UTF-8 text"
+    return str(exc)[:300] or type(exc).__name__
+
+
+@api.exception_handler(NinjaValidationError)
+def on_validation_error(request: HttpRequest, exc: NinjaValidationError) -> HttpResponse:
+    return api.create_response(request, {"detail": exc.errors}, status=422)
+
+
+@api.exception_handler(RubricValidationError)
+def on_rubric_invalid(request: HttpRequest, exc: RubricValidationError) -> HttpResponse:
+    return on_validation_error(request, field_errors("body", exc.errors))
+
+
+@api.exception_handler(RunValidationError)
+def on_run_invalid(request: HttpRequest, exc: RunValidationError) -> HttpResponse:
+    return on_validation_error(request, field_errors("body", exc.errors))
+
+
+@api.exception_handler(InvalidCursor)
+def on_invalid_cursor(request: HttpRequest, exc: InvalidCursor) -> HttpResponse:
+    return on_validation_error(request, field_errors("query", {"cursor": str(exc)}))
+
+
+@api.exception_handler(BulkValidationError)
+def on_bulk_invalid(request: HttpRequest, exc: BulkValidationError) -> HttpResponse:
+    return error(request, 422, str(exc), errors=exc.errors)
+
+
+@api.exception_handler(RunConflict)
+def on_conflict(request: HttpRequest, exc: RunConflict) -> HttpResponse:
+    return error(request, 409, str(exc), run_id=str(exc.run.id))
+
+
+@api.exception_handler(ScoreConflict)
+def on_score_conflict(request: HttpRequest, exc: ScoreConflict) -> HttpResponse:
+    return error(request, 409, str(exc), run_id=str(exc.run.id))
+
+
+@api.exception_handler(RunTooLarge)
+def on_run_too_large(request: HttpRequest, exc: RunTooLarge) -> HttpResponse:
+    return error(request, 413, str(exc), limit=settings.EVALSITE_MAX_RUN_BYTES)
+
+
+@api.exception_handler(PayloadTooLarge)
+def on_body_too_large(request: HttpRequest, exc: PayloadTooLarge) -> HttpResponse:
+    return error(request, 413, str(exc), limit=body_limit(request))
+
+
+@api.exception_handler(RequestDataTooBig)
+def on_request_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+    return error(request, 413, "request body is too large", limit=body_limit(request))
+
+
+@api.exception_handler(Http404)
+def on_not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
+    return error(request, 404, str(exc) or "Not found")
+
+
+@api.exception_handler(PermissionDenied)
+def on_forbidden(request: HttpRequest, exc: PermissionDenied) -> HttpResponse:
+    return error(request, 403, str(exc) or "Forbidden")
+
+
+@api.exception_handler(Exception)
+def on_unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
+    logger.exception("unhandled error in %s %s", request.method, request.path)
+    return error(request, 500, "Internal error: it has been logged.")
+
+
+api.add_router("/rubrics", "rubrics.api.router")
+api.add_router("", "runs.api.router")
+api.add_router("", "runs.api_rescore.router")

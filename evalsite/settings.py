@@ -65,6 +65,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -128,6 +129,11 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
+if not DEBUG:
+    STORAGES = {
+        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+        "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    }
 
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
@@ -180,6 +186,29 @@ EVALSITE_REQUEUE_AFTER = env_int("EVALSITE_REQUEUE_AFTER", 120)
 EVALSITE_MAX_ATTEMPTS = env_int("EVALSITE_MAX_ATTEMPTS", 5)
 EVALSITE_MAX_RUN_BYTES = env_int("EVALSITE_MAX_RUN_BYTES", 1_000_000)
 EVALSITE_PAGE_SIZE_MAX = env_int("EVALSITE_PAGE_SIZE_MAX", 200)
+# POST /api/runs/bulk bodies (up to 1,000 runs) are refused above this before parsing.
+EVALSITE_MAX_BULK_BYTES = env_int("EVALSITE_MAX_BULK_BYTES", 20_000_000)
+# Django refuses bodies above this outright; the API's own limits (a 413 with a message) are
+# the real ones, so this sits just above the largest of them.
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(EVALSITE_MAX_BULK_BYTES, 2 * EVALSITE_MAX_RUN_BYTES) + 65_536
+
+# --- Re-scoring and judge rate limits (runs/services/rescore.py, runs/ratelimit.py) -----------
+# Requests and tokens per minute per judge model, shared by all workers; 0 = unlimited.
+# EVALSITE_JUDGE_RATE_LIMITS is JSON for specific models: {"openai/gpt-4o": {"rpm": 500, "tpm": 30000}}.
+EVALSITE_JUDGE_RPM = env_int("EVALSITE_JUDGE_RPM", 0)
+EVALSITE_JUDGE_TPM = env_int("EVALSITE_JUDGE_TPM", 0)
+EVALSITE_JUDGE_RATE_LIMITS = os.environ.get("EVALSITE_JUDGE_RATE_LIMITS", "")
+# Where the limiter's buckets live: default Redis when the broker is Redis, else a SQLite file.
+EVALSITE_RATELIMIT_URL = os.environ.get("EVALSITE_RATELIMIT_URL", "")
+# A worker waits this long at most for the limiter, then defers the evaluation instead.
+EVALSITE_RATE_MAX_WAIT = env_float("EVALSITE_RATE_MAX_WAIT", 10.0)
+# At most this many evaluations of one batch are in the broker or running at once, so batches
+# interleave with each other and with fresh runs instead of queueing strictly first-come.
+EVALSITE_BATCH_WINDOW = env_int("EVALSITE_BATCH_WINDOW", 64)
+EVALSITE_RESCORE_MAX_RUNS = env_int("EVALSITE_RESCORE_MAX_RUNS", 20_000)
+EVALSITE_WEBHOOK_TIMEOUT = env_float("EVALSITE_WEBHOOK_TIMEOUT", 10.0)
+EVALSITE_WEBHOOK_MAX_RETRIES = env_int("EVALSITE_WEBHOOK_MAX_RETRIES", 8)
+EVALSITE_WEBHOOK_BACKOFF = env_float("EVALSITE_WEBHOOK_BACKOFF", 2.0)
 
 CELERY_BEAT_SCHEDULE = {
     "sweep-evaluations": {"task": "runs.tasks.sweep", "schedule": EVALSITE_SWEEP_INTERVAL},

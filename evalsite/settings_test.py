@@ -1,18 +1,45 @@
-"""Settings for the test suite: the normal settings with a data folder of its own, so a test
-run never shares a SQLite file or a broker queue with a dashboard running on the same checkout.
-DATABASE_URL and CELERY_BROKER_URL still come from the environment (CI sets PostgreSQL/Redis)."""
+"""Settings for the test suite: the normal settings, isolated per test session.
+
+Each pytest session gets its own id (inherited by the worker processes it starts), and with it
+its own data folder (SQLite file, filesystem broker), its own PostgreSQL test database and its
+own Celery queue, so concurrent test sessions — or a dashboard running on the same checkout —
+never share state. DATABASE_URL and CELERY_BROKER_URL still come from the environment (CI sets
+PostgreSQL and Redis).
+"""
 
 import os
+import shutil
 from pathlib import Path
 
-os.environ.setdefault(
-    "EVALSITE_DATA_DIR", str(Path(__file__).resolve().parent.parent / ".testdata")
-)
+_ROOT = Path(__file__).resolve().parent.parent / ".testdata"
+RUN_ID = os.environ.setdefault("EVALSITE_TEST_RUN_ID", str(os.getpid()))
+os.environ.setdefault("EVALSITE_DATA_DIR", str(_ROOT / RUN_ID))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+def _remove_stale_sessions() -> None:
+    """Drop data folders of test sessions whose process is gone."""
+    if not _ROOT.is_dir():
+        return
+    for folder in _ROOT.iterdir():
+        if folder.name.isdigit() and folder.name != RUN_ID:
+            try:
+                os.kill(int(folder.name), 0)
+            except ProcessLookupError:
+                shutil.rmtree(folder, ignore_errors=True)
+            except PermissionError:
+                pass
+
+
+if RUN_ID == str(os.getpid()):
+    _remove_stale_sessions()
 
 from .settings import *  # noqa: E402,F403
 from .settings import DATABASES  # noqa: E402
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast test users
+CELERY_TASK_DEFAULT_QUEUE = f"evalsite-test-{RUN_ID}"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    DATABASES["default"]["TEST"] = {"NAME": str(Path(os.environ["EVALSITE_DATA_DIR"]) / "test.sqlite3")}
+    DATABASES["default"]["TEST"] = {"NAME": os.path.join(os.environ["EVALSITE_DATA_DIR"], "test.sqlite3")}
+else:
+    DATABASES["default"]["TEST"] = {"NAME": f"test_evalsite_{RUN_ID}"}

@@ -1,9 +1,321 @@
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+"""Rubric pages: list, create, the editor (draft criteria, settings, history, diff, try it)
+and the failed-criteria review. One template per page; htmx requests get a named partial."""
 
-from teams.access import team_required
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django_htmx.http import HttpResponseClientRedirect
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from runs.scoring import parse_criteria
+from teams.access import editor_required, team_object_or_404, team_required
+
+from . import selectors
+from .forms import (
+    CriteriaFormSet,
+    DraftMetaForm,
+    RubricCreateForm,
+    RubricSettingsForm,
+    criteria_errors_onto_formset,
+    draft_apply,
+    draft_criteria,
+    draft_differs,
+    draft_formset,
+    draft_rows_from_formset,
+    draft_rows_from_version,
+)
+from .models import Criterion, Rubric, RubricVersion
+from .services import (
+    RubricValidationError,
+    rubric_create,
+    rubric_set_criteria,
+    rubric_try,
+    rubric_update,
+)
+
+
+def redirect_after_post(request: HttpRequest, url: str) -> HttpResponse:
+    """Post/redirect/get for forms; htmx requests are told to load the page themselves, so a
+    redirect never lands inside a swapped fragment."""
+    if request.htmx:  # type: ignore[attr-defined]
+        return HttpResponseClientRedirect(url)
+    return redirect(url)
 
 
 @team_required
+@require_GET
 def rubric_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "rubrics/rubric_list.html", {})
+    rows = selectors.rubric_rows(team=request.team)  # type: ignore[attr-defined]
+    return render(request, "rubrics/rubric_list.html", {"rows": rows})
+
+
+# --- Create ------------------------------------------------------------------------------------
+
+
+@editor_required
+@require_http_methods(["GET", "POST"])
+def rubric_new(request: HttpRequest) -> HttpResponse:
+    form = RubricCreateForm(request.POST or None)
+    parsed = None
+    if request.method == "POST" and form.is_valid():
+        text = form.cleaned_data["criteria_text"]
+        parsed = parse_criteria(text) if text.strip() else []
+        if request.POST.get("op") == "create":
+            rubric = _create(request, form)
+            if rubric is not None:
+                messages.success(request, f"Rubric “{rubric.name}” created.")
+                return redirect_after_post(request, reverse("rubric_detail", args=[rubric.id]))
+    template = "rubrics/rubric_new.html"
+    if request.htmx and request.POST.get("op") == "preview":  # type: ignore[attr-defined]
+        template += "#import-preview"
+    return render(request, template, {"form": form, "parsed": parsed})
+
+
+def _create(request: HttpRequest, form: RubricCreateForm) -> Rubric | None:
+    data = form.cleaned_data
+    try:
+        return rubric_create(
+            team=request.team,  # type: ignore[attr-defined]
+            name=data["name"],
+            description=data["description"],
+            criteria=data["criteria_text"] or None,
+            user=request.user,
+        )
+    except RubricValidationError as exc:
+        form.apply_service_errors(exc)
+        return None
+
+
+# --- The editor ----------------------------------------------------------------------------------
+
+
+def _rubric(request: HttpRequest, rubric_id: Any) -> Rubric:
+    return team_object_or_404(
+        request, Rubric.objects.select_related("current_version"), id=rubric_id
+    )
+
+
+def _diff_numbers(request: HttpRequest, versions: list[selectors.VersionRow]) -> tuple[int, int]:
+    """The two versions to compare: from the query, else the previous and current one."""
+    numbers = [v.version.number for v in versions]
+    default_new = numbers[0] if numbers else 0
+    default_old = numbers[1] if len(numbers) > 1 else default_new
+    return _int(request.GET.get("a"), default_old), _int(request.GET.get("b"), default_new)
+
+
+def _int(value: Any, default: int) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _editor_context(request: HttpRequest, rubric: Rubric, **overrides: Any) -> dict[str, Any]:
+    """Everything the editor page shows; a fixed number of queries."""
+    current = selectors.version_criteria(version_id=rubric.current_version_id)
+    versions = selectors.rubric_versions(rubric=rubric)
+    old, new = _diff_numbers(request, versions)
+    diff = selectors.rubric_version_diff(rubric=rubric, old_number=old, new_number=new)
+    context: dict[str, Any] = {
+        "rubric": rubric,
+        "current_criteria": current,
+        "versions": versions,
+        "diff_old": old,
+        "diff_new": new,
+        "diff_changes": [e for e in diff if e.kind != "unchanged"],
+        "diff_unchanged": sum(1 for e in diff if e.kind == "unchanged"),
+        "try_runs": selectors.rubric_try_runs(rubric=rubric),
+        "formset": draft_formset(draft_rows_from_version(current)),
+        "meta": DraftMetaForm(),
+        "settings_form": RubricSettingsForm.for_rubric(rubric),
+        "dirty": False,
+    }
+    context.update(overrides)
+    return context
+
+
+@team_required
+@require_GET
+def rubric_detail(request: HttpRequest, rubric_id: Any) -> HttpResponse:
+    rubric = _rubric(request, rubric_id)
+    template = "rubrics/rubric_detail.html"
+    if request.htmx and "a" in request.GET:  # type: ignore[attr-defined]
+        template += "#diff"
+    return render(request, template, _editor_context(request, rubric))
+
+
+def _posted_draft(request: HttpRequest) -> tuple[Any, DraftMetaForm, list[dict[str, Any]]]:
+    formset = CriteriaFormSet(request.POST, prefix="c")
+    meta = DraftMetaForm(request.POST)
+    meta.is_valid()
+    if not formset.is_valid():
+        return formset, meta, []
+    return formset, meta, draft_rows_from_formset(formset)
+
+
+@editor_required
+@require_POST
+def rubric_criteria(request: HttpRequest, rubric_id: Any) -> HttpResponse:
+    """Every change to the draft: add/delete/move rows, preview and accept a paste, save.
+    Only ``save`` writes (a new version); the rest re-render the draft held in the form."""
+    rubric = _rubric(request, rubric_id)
+    formset, meta, rows = _posted_draft(request)
+    op = request.POST.get("op", "")
+    if not formset.is_valid():
+        return _render_editor(request, rubric, formset=formset, meta=meta)
+    if op == "save":
+        return _save(request, rubric, formset, meta, rows)
+    parsed = parse_criteria(meta.cleaned_data.get("import_text", "")) if op.startswith(("preview", "import")) else None
+    if op.startswith("import"):
+        rows = draft_apply(rows, op, parsed)
+        meta = DraftMetaForm(initial={"note": meta.cleaned_data.get("note", "")})
+        parsed = None
+    else:
+        rows = draft_apply(rows, op)
+    return _render_editor(request, rubric, formset=draft_formset(rows), meta=meta, parsed=parsed, rows=rows)
+
+
+def _render_editor(request: HttpRequest, rubric: Rubric, *, rows: Any = None, **parts: Any) -> HttpResponse:
+    context = _editor_context(request, rubric, **parts)
+    if rows is not None:
+        context["dirty"] = draft_differs(rows, context["current_criteria"])
+    template = "rubrics/rubric_detail.html"
+    if request.htmx:  # type: ignore[attr-defined]
+        template += "#criteria-editor"
+    return render(request, template, context)
+
+
+def _save(request: HttpRequest, rubric: Rubric, formset: Any, meta: DraftMetaForm, rows: list) -> HttpResponse:
+    criteria, indexes = draft_criteria(rows)
+    try:
+        version, created = rubric_set_criteria(
+            rubric=rubric, criteria=criteria, user=request.user, note=meta.cleaned_data.get("note", "")
+        )
+    except RubricValidationError as exc:
+        leftover = criteria_errors_onto_formset(formset, exc, indexes)
+        return _render_editor(request, rubric, formset=formset, meta=meta, draft_error=leftover, rows=rows)
+    if created:
+        messages.success(request, f"Saved as version {version.number}.")
+    else:
+        messages.info(request, "No changes: the criteria are the same as the current version.")
+    url = reverse("rubric_detail", args=[rubric.id])
+    if created and version.number > 1:
+        url += f"?a={version.number - 1}&b={version.number}#history"
+    return redirect_after_post(request, url)
+
+
+@editor_required
+@require_POST
+def rubric_settings(request: HttpRequest, rubric_id: Any) -> HttpResponse:
+    rubric = _rubric(request, rubric_id)
+    form = RubricSettingsForm(request.POST)
+    if form.is_valid():
+        try:
+            rubric_update(rubric=rubric, user=request.user, **form.service_fields())
+        except RubricValidationError as exc:
+            form.apply_service_errors(exc)
+        else:
+            messages.success(request, "Judge settings saved.")
+            return redirect_after_post(request, reverse("rubric_detail", args=[rubric.id]))
+    template = "rubrics/rubric_detail.html"
+    if request.htmx:  # type: ignore[attr-defined]
+        template += "#settings-form"
+    return render(request, template, _editor_context(request, rubric, settings_form=form))
+
+
+@editor_required
+@require_POST
+def rubric_try_view(request: HttpRequest, rubric_id: Any) -> HttpResponse:
+    """Score one stored run with the draft criteria, saving nothing."""
+    rubric = _rubric(request, rubric_id)
+    formset, meta, rows = _posted_draft(request)
+    criteria, _ = draft_criteria(rows)
+    run = selectors.rubric_try_run(rubric=rubric, run_id=request.POST.get("try_run"))
+    if run is None:
+        outcome = None
+        error = "Pick a run to try the draft on."
+    elif not criteria:
+        outcome, error = None, "The draft has no criteria to try."
+    else:
+        outcome, error = rubric_try(rubric=rubric, criteria=criteria, run=run), ""
+    context = {"try_outcome": outcome, "try_error": error, "try_run": run}
+    template = "rubrics/rubric_detail.html"
+    if request.htmx:  # type: ignore[attr-defined]
+        return render(request, template + "#try-result", context | {"rubric": rubric})
+    formset = draft_formset(rows) if formset.is_valid() else formset
+    return render(request, template, _editor_context(request, rubric, formset=formset, meta=meta, **context))
+
+
+# --- Failed-criteria review ----------------------------------------------------------------------
+
+
+def _version_for(request: HttpRequest, rubric: Rubric) -> RubricVersion | None:
+    number = _int(request.GET.get("version"), 0)
+    if number:
+        version = RubricVersion.objects.filter(rubric=rubric, number=number).first()
+        if version is None:
+            raise Http404("No such version")
+        return version
+    return rubric.current_version
+
+
+@team_required
+@require_GET
+def failures(request: HttpRequest) -> HttpResponse:
+    """Pick a rubric and version; each criterion's failure count and rate, most failed first."""
+    rubrics = list(
+        Rubric.objects.filter(team=request.team, archived_at__isnull=True)  # type: ignore[attr-defined]
+        .select_related("current_version")
+        .order_by("name")
+    )
+    chosen = request.GET.get("rubric")
+    rubric = next((r for r in rubrics if str(r.id) == chosen), None)
+    if chosen and rubric is None:
+        rubric = _rubric(request, chosen)  # archived rubrics are reviewable; others' are a 404
+    rubric = rubric or next((r for r in rubrics if r.current_version_id), None)
+    context: dict[str, Any] = {"rubrics": rubrics, "rubric": rubric, "rows": [], "version": None}
+    if rubric is not None:
+        version = _version_for(request, rubric)
+        context.update(
+            version=version,
+            versions=RubricVersion.objects.filter(rubric=rubric).order_by("-number").only("id", "number"),
+            rows=selectors.rubric_failure_rates(rubric=rubric, version=version) if version else [],
+        )
+    template = "rubrics/failures.html"
+    if request.htmx and request.GET.get("partial") == "table":  # type: ignore[attr-defined]
+        template += "#failure-table"
+    return render(request, template, context)
+
+
+@team_required
+@require_GET
+def failures_walk(request: HttpRequest, rubric_id: Any, key: str) -> HttpResponse:
+    """Walk the runs failing one criterion, newest first; j/k or the links move."""
+    rubric = _rubric(request, rubric_id)
+    version = _version_for(request, rubric)
+    criterion = Criterion.objects.filter(version=version, key=key).first() if version else None
+    if criterion is None:
+        raise Http404("No such criterion in this version")
+    step = selectors.failing_runs_walk(rubric=rubric, criterion=criterion, run_id=_uuid(request.GET.get("run")))
+    if step is None and request.GET.get("run"):
+        raise Http404("That run does not fail this criterion")
+    context = {"rubric": rubric, "version": version, "criterion": criterion, "step": step}
+    template = "rubrics/failures_walk.html"
+    if request.htmx:  # type: ignore[attr-defined]
+        template += "#walk"
+    return render(request, template, context)
+
+
+def _uuid(value: str | None) -> str | None:
+    import uuid
+
+    try:
+        return str(uuid.UUID(value)) if value else None
+    except ValueError:
+        raise Http404("Bad run id") from None
+

@@ -107,6 +107,13 @@ class RescoreBatch(models.Model):
     idempotency_key = models.CharField(max_length=200, null=True, blank=True)
     webhook_url = models.URLField(blank=True)
     webhook_delivered_at = models.DateTimeField(null=True, blank=True)
+    webhook_attempts = models.PositiveIntegerField(default=0)
+    webhook_error = models.TextField(blank=True)
+    # At most this many of the batch's evaluations are released to the broker or running at
+    # once (EVALSITE_BATCH_WINDOW when it was created): see runs.services.rescore.
+    window = models.PositiveIntegerField(default=64)
+    # Set by a cancel: queued work was cancelled; the batch ends once running work finishes.
+    cancelled_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
@@ -150,6 +157,9 @@ class Evaluation(models.Model):
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     # Set when the broker accepted the message; null after a failed publish (sweeper resends).
     enqueued_at = models.DateTimeField(null=True, blank=True)
+    # Held back by the re-score dispatcher (runs.services.rescore), which releases a batch's
+    # evaluations a few at a time so batches interleave; the sweeper never sends held rows.
+    held = models.BooleanField(default=False)
     # A transient judge failure re-queues the evaluation to run no earlier than this.
     not_before = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True)
@@ -192,6 +202,13 @@ class Evaluation(models.Model):
             models.CheckConstraint(
                 condition=Q(kind="alignment") | Q(rubric__isnull=False) | Q(inline_criteria__isnull=False),
                 name="evaluation_rubric_has_criteria_source",
+            ),
+            # A run never has two pending rubric evaluations for the same version and judge:
+            # a duplicate re-score request or a re-score racing another one adds nothing.
+            models.UniqueConstraint(
+                fields=["run", "rubric_version", "judge_model"],
+                condition=Q(kind="rubric", status__in=["queued", "running"]),
+                name="evaluation_one_pending_per_version_judge",
             ),
         ]
         indexes = [

@@ -26,4 +26,27 @@ def evaluate(evaluation_id: str) -> str:
 @shared_task(name="runs.tasks.sweep", ignore_result=True, time_limit=120)
 def sweep() -> dict:
     report = evaluations_sweep()
-    return {"expired": report.expired, "failed": report.failed, "resent": report.resent}
+    return {
+        "expired": report.expired,
+        "failed": report.failed,
+        "resent": report.resent,
+        "dispatched": report.dispatched,
+    }
+
+
+@shared_task(
+    name="runs.tasks.batch_webhook",
+    bind=True,
+    acks_late=True,
+    ignore_result=True,
+    time_limit=settings.EVALSITE_WEBHOOK_TIMEOUT + 30,
+    max_retries=settings.EVALSITE_WEBHOOK_MAX_RETRIES,
+)
+def batch_webhook(self, batch_id: str) -> bool:
+    """Tell a re-score batch's webhook that it ended; retried with exponential backoff."""
+    from .services.rescore_webhook import WebhookFailed, batch_webhook_deliver, webhook_backoff
+
+    try:
+        return batch_webhook_deliver(batch_id=batch_id)
+    except WebhookFailed as exc:
+        raise self.retry(exc=exc, countdown=webhook_backoff(self.request.retries)) from exc

@@ -4,4 +4,11 @@ from . import views
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("runs/", views.run_list, name="run_list"),
+    path("runs/<uuid:run_id>/", views.run_detail, name="run_detail"),
+    path("runs/<uuid:run_id>/status/", views.run_status, name="run_status"),
+    path("rescore/", views.rescore_start, name="rescore_start"),
+    path("batches/", views.batch_list, name="batch_list"),
+    path("batches/<uuid:batch_id>/", views.batch_detail, name="batch_detail"),
+    path("batches/<uuid:batch_id>/cancel/", views.batch_cancel_view, name="batch_cancel"),
 ]

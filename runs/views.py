@@ -1,9 +1,272 @@
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+"""Run pages: home, the runs list (filters, keyset pages, live status), run detail, and the
+re-score buttons with their batch progress. One template per page; htmx gets partials."""
 
-from teams.access import team_required
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from evalsite.pagination import InvalidCursor
+from rubrics.models import Criterion, Rubric, RubricVersion
+from teams.access import editor_required, team_object_or_404, team_required
+
+from . import selectors
+from .forms import RescoreForm, RunFilterForm
+from .models import FINAL_STATUSES, AgentRun, RescoreBatch
+from .selectors import RunFilterError, RunFilters
+from .services.rescore import (
+    RescoreScope,
+    RescoreValidationError,
+    batch_cancel,
+    batch_create,
+    batch_estimate,
+)
+
+PAGE_SIZE = 50
 
 
 @team_required
+@require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "runs/home.html", {})
+    o = selectors.home_overview(team=request.team)  # type: ignore[attr-defined]
+    usage = [o.usage.get(day, {}) for day in o.days]
+    context = {
+        "o": o,
+        "token_series": [u.get("tokens") or 0 for u in usage],
+        "cost_series": [u.get("cost") or 0 for u in usage],
+        "usage_tokens": sum(u.get("tokens") or 0 for u in usage),
+        "usage_calls": sum(u.get("calls") or 0 for u in usage),
+        # None (shown as "—") when litellm priced none of the calls, rather than a false $0.
+        "usage_cost": _sum_known(u.get("cost") for u in usage),
+        "status_total": sum(n for _, n in o.statuses),
+        "status_max": max((n for _, n in o.statuses), default=0),
+        "band_max": max((n for _, n in o.bands), default=0),
+        "failed_total": o.judged_total - o.passed_total,
+    }
+    return render(request, "runs/home.html", context)
+
+
+def _sum_known(values: Any) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+# --- Runs list -----------------------------------------------------------------------------------
+
+
+def _filter_choices(team: Any, filters: RunFilters | None) -> dict[str, Any]:
+    """Rubrics, and for the chosen rubric its versions and the criteria of the chosen (else
+    current) version: what the filter selects offer. At most three queries."""
+    rubrics = list(Rubric.objects.filter(team=team).select_related("current_version").order_by("name"))
+    rubric = None
+    if filters and filters.rubric:
+        rubric = next((r for r in rubrics if filters.rubric in (str(r.id), r.slug)), None)
+    versions: list[int] = []
+    criteria: list[Criterion] = []
+    if rubric is not None:
+        versions = list(
+            RubricVersion.objects.filter(rubric=rubric).order_by("-number").values_list("number", flat=True)
+        )
+        number = filters.version if filters and filters.version else None
+        version_q = {"version__number": number} if number else {"version_id": rubric.current_version_id}
+        criteria = list(Criterion.objects.filter(version__rubric=rubric, **version_q).order_by("position"))
+    return {"rubrics": rubrics, "chosen_rubric": rubric, "versions": versions, "criteria": criteria}
+
+
+@team_required
+@require_GET
+def run_list(request: HttpRequest) -> HttpResponse:
+    team = request.team  # type: ignore[attr-defined]
+    form = RunFilterForm(request.GET)
+    errors: dict[str, str] = {}
+    filters: RunFilters | None = None
+    page = None
+    try:
+        filters = RunFilters.from_query(request.GET)
+        page = selectors.runs_list(
+            team=team, filters=filters, cursor=request.GET.get("cursor") or None, limit=PAGE_SIZE,
+            sort=form.sort_order(),
+        )
+    except RunFilterError as exc:
+        errors = exc.errors
+    except InvalidCursor:
+        errors = {"cursor": "This page link is out of date: start again from the first page."}
+    context = {
+        "form": form,
+        "filter_errors": errors,
+        "page": page,
+        "runs": page.items if page else [],
+        "filters_active": bool(filters and filters.to_query()),
+        **_filter_choices(team, filters),
+    }
+    template = "runs/run_list.html"
+    if request.htmx and request.htmx.target == "runs-region":  # type: ignore[attr-defined]
+        template += "#runs-region"
+    return render(request, template, context)
+
+
+@team_required
+@require_GET
+def run_status(request: HttpRequest, run_id: Any) -> HttpResponse:
+    """The live result cell. While the run is queued or running the cell polls itself; the
+    final cell comes back without the trigger, which ends the polling."""
+    run = selectors.run_status_cell(team=request.team, run_id=run_id)  # type: ignore[attr-defined]
+    if run is None:
+        raise Http404("No such run")
+    return render(request, "runs/run_list.html#status-cell", {"run": run})
+
+
+# --- Run detail ----------------------------------------------------------------------------------
+
+
+@team_required
+@require_GET
+def run_detail(request: HttpRequest, run_id: Any) -> HttpResponse:
+    detail = selectors.run_detail(
+        team=request.team,  # type: ignore[attr-defined]
+        run_id=run_id,
+        evaluation_id=request.GET.get("evaluation"),
+    )
+    if detail is None:
+        raise Http404("No such run")
+    context = {"d": detail, "run": detail.run, "pending": detail.run.status not in FINAL_STATUSES}
+    return render(request, "runs/run_detail.html", context)
+
+
+# --- Re-scoring ----------------------------------------------------------------------------------
+
+
+def _safe_next(request: HttpRequest) -> str:
+    """The posted ``next`` when it points at this site (never another host or a script)."""
+    target = request.POST.get("next") or ""
+    ok = url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()})
+    return target if ok else ""
+
+
+def _redirect_back(request: HttpRequest, fallback: str) -> HttpResponse:
+    return redirect(_safe_next(request) or fallback)
+
+
+def _rescore_targets(request: HttpRequest, form: RescoreForm) -> list[tuple[Rubric, RescoreScope]]:
+    """(rubric, scope) per batch to create. Selected runs of several rubrics give one batch per
+    rubric (a batch judges against one rubric version)."""
+    data = form.cleaned_data
+    scope_name = data["scope"]
+    if scope_name == "failing":
+        rubric = team_object_or_404(request, Rubric, id=data["rubric"])
+        # A criterion narrows to the runs failing it (even an optional one on a passed run).
+        criterion = data.get("criterion") or None
+        return [(rubric, RescoreScope(failed_only=criterion is None, criterion=criterion))]
+    if scope_name == "run":
+        run = team_object_or_404(request, AgentRun, id=data["run"])
+        rubric = team_object_or_404(request, Rubric, id=data["rubric"]) if data.get("rubric") else run.rubric
+        return [(rubric, RescoreScope(runs=(run.pk,)))] if rubric else []
+    return _selected_targets(request, data.get("rubric"))
+
+
+def _selected_targets(request: HttpRequest, rubric_id: Any) -> list[tuple[Rubric, RescoreScope]]:
+    ids = []
+    for raw in request.POST.getlist("runs")[:MAX_SELECTED]:
+        try:
+            ids.append(uuid.UUID(raw))
+        except ValueError:
+            continue
+    runs = AgentRun.objects.filter(team=request.team, pk__in=ids).select_related("rubric")  # type: ignore[attr-defined]
+    if rubric_id:
+        rubric = team_object_or_404(request, Rubric, id=rubric_id)
+        return [(rubric, RescoreScope(runs=tuple(r.pk for r in runs)))] if runs else []
+    groups: dict[Any, list[AgentRun]] = {}
+    for run in runs:
+        if run.rubric is not None:
+            groups.setdefault(run.rubric, []).append(run)
+    return [(rubric, RescoreScope(runs=tuple(r.pk for r in rs))) for rubric, rs in groups.items()]
+
+
+MAX_SELECTED = 1000
+
+
+@editor_required
+@require_POST
+def rescore_start(request: HttpRequest) -> HttpResponse:
+    """The re-score buttons: one run, the selected runs, or every failing run of a rubric.
+    Costly batches (estimate above the team's threshold) ask for confirmation first."""
+    form = RescoreForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Nothing to re-score: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+        return _redirect_back(request, reverse("run_list"))
+    targets = _rescore_targets(request, form)
+    if not targets:
+        messages.error(request, "Nothing to re-score: pick runs that have a rubric.")
+        return _redirect_back(request, reverse("run_list"))
+    team = request.team  # type: ignore[attr-defined]
+    try:
+        if not form.cleaned_data["confirm"]:
+            estimates = [(r, batch_estimate(team=team, rubric=r, scope=s)) for r, s in targets]
+            if _needs_confirmation(team, [e for _, e in estimates]):
+                context = {"estimates": estimates, "post": request.POST, "back": _safe_next(request)}
+                return render(request, "runs/rescore_confirm.html", context)
+        batches = [
+            batch_create(team=team, rubric=r, scope=s, force=form.cleaned_data["force"], user=request.user)[0]
+            for r, s in targets
+        ]
+    except RescoreValidationError as exc:
+        messages.error(request, "Could not re-score: " + "; ".join(exc.errors.values()))
+        return _redirect_back(request, reverse("run_list"))
+    return _after_rescore(request, form, batches)
+
+
+def _needs_confirmation(team: Any, estimates: list[Any]) -> bool:
+    costs = [e.cost for e in estimates if e.cost is not None]
+    return bool(costs) and sum(costs) > float(team.confirm_cost_above)
+
+
+def _after_rescore(request: HttpRequest, form: RescoreForm, batches: list[Any]) -> HttpResponse:
+    total = sum(b.total for b in batches)
+    if form.cleaned_data["scope"] == "run":
+        if total:
+            messages.success(request, "Re-score queued: this page updates when the judge is done.")
+        else:
+            messages.info(request, "This run already has a re-score queued for that version.")
+        return _redirect_back(request, reverse("run_detail", args=[form.cleaned_data["run"]]))
+    if len(batches) == 1:
+        return redirect("batch_detail", batch_id=batches[0].pk)
+    messages.success(request, f"{len(batches)} re-score batches started ({total:,} runs).")
+    return redirect("batch_list")
+
+
+@team_required
+@require_GET
+def batch_detail(request: HttpRequest, batch_id: Any) -> HttpResponse:
+    batch = selectors.batch_get(team=request.team, batch_id=batch_id)  # type: ignore[attr-defined]
+    if batch is None:
+        raise Http404("No such batch")
+    context = {"p": selectors.batch_progress(batch=batch), "batch": batch}
+    template = "runs/batch_detail.html"
+    if request.htmx and request.htmx.target == "batch-progress":  # type: ignore[attr-defined]
+        template += "#batch-progress"
+    return render(request, template, context)
+
+
+@team_required
+@require_GET
+def batch_list(request: HttpRequest) -> HttpResponse:
+    page = selectors.batches_list(team=request.team, cursor=request.GET.get("cursor") or None, limit=25)  # type: ignore[attr-defined]
+    progress = selectors.batches_progress(batches=page.items)
+    rows = [progress[b.pk] for b in page.items]
+    return render(request, "runs/batch_list.html", {"rows": rows, "page": page})
+
+
+@editor_required
+@require_POST
+def batch_cancel_view(request: HttpRequest, batch_id: Any) -> HttpResponse:
+    batch = team_object_or_404(request, RescoreBatch, id=batch_id)
+    batch_cancel(batch=batch)
+    messages.info(request, "Batch cancelled: queued work was dropped, running work finishes.")
+    return redirect("batch_detail", batch_id=batch.pk)

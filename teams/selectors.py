@@ -39,3 +39,22 @@ def team_for_user(*, user, team_id) -> tuple[Team, Membership] | None:
         Membership.objects.select_related("team").filter(user=user, team_id=team_id).first()
     )
     return (membership.team, membership) if membership else None
+
+
+def team_by_slug(*, slug: str) -> Team | None:
+    return Team.objects.filter(slug=slug).first()
+
+
+def api_keys_list(*, team: Team) -> QuerySet[ApiKey]:
+    """The team's keys, newest first, revoked ones included."""
+    return ApiKey.objects.filter(team=team).order_by("-created_at")
+
+
+def api_keys_by_prefix(*, prefix: str, team: Team | None = None) -> list[ApiKey]:
+    """Active keys whose visible prefix starts with ``prefix`` (optionally of one team)."""
+    qs = ApiKey.objects.select_related("team").filter(
+        prefix__startswith=prefix, revoked_at__isnull=True
+    )
+    if team is not None:
+        qs = qs.filter(team=team)
+    return list(qs[:10])

@@ -2,6 +2,8 @@
 
 import hashlib
 import secrets
+from decimal import Decimal, InvalidOperation
+from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
@@ -52,3 +54,22 @@ def api_key_revoke(*, key: ApiKey) -> ApiKey:
         key.revoked_at = timezone.now()
         key.save(update_fields=["revoked_at"])
     return key
+
+
+def team_update_settings(*, team: Team, confirm_cost_above: Any) -> Team:
+    """Team-wide settings editable in the dashboard; errors name the field."""
+    try:
+        amount = Decimal(str(confirm_cost_above))
+    except (InvalidOperation, ValueError):
+        raise TeamValidationError({"confirm_cost_above": "must be a number of dollars"}) from None
+    if not amount.is_finite() or amount < 0 or amount >= Decimal("100000000"):
+        raise TeamValidationError({"confirm_cost_above": "must be between 0 and 99,999,999.99"})
+    team.confirm_cost_above = amount.quantize(Decimal("0.01"))
+    team.save(update_fields=["confirm_cost_above"])
+    return team
+
+
+class TeamValidationError(ValueError):
+    def __init__(self, errors: dict[str, str]) -> None:
+        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
+        self.errors = errors

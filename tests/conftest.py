@@ -260,16 +260,50 @@ def worker_env(django_db_setup, django_db_blocker) -> dict[str, str]:
         queue = Path(django_settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"])
         shutil.rmtree(queue, ignore_errors=True)
         queue.mkdir(parents=True, exist_ok=True)
+    else:
+        from evalsite.celery import app
+
+        app.control.purge()  # messages left by an earlier run would hit a fresh database
     return env
 
 
+class SharedWorker:
+    """One worker reused across tests; stopped while a test runs workers of its own, so those
+    are the only consumers of the queue, and started again lazily."""
+
+    def __init__(self, env: dict[str, str], log_dir: Path) -> None:
+        self.env, self.log_dir, self.worker, self.starts = env, log_dir, None, 0
+
+    def get(self) -> Worker:
+        if self.worker is not None and self.worker.proc.poll() is not None:
+            raise AssertionError(f"shared worker died:\n{self.worker.log.read_text()[-4000:]}")
+        if self.worker is None:
+            self.starts += 1
+            self.worker = Worker(self.env, 16, self.log_dir / f"shared-{self.starts}.log")
+        return self.worker
+
+    def stop(self) -> None:
+        if self.worker is not None:
+            self.worker.stop()
+            self.worker = None
+
+
+@pytest.fixture(scope="session")
+def shared_worker(worker_env, tmp_path_factory) -> Iterator[SharedWorker]:
+    shared = SharedWorker(worker_env, tmp_path_factory.mktemp("workers"))
+    yield shared
+    shared.stop()
+
+
 @pytest.fixture
-def start_worker(worker_env, tmp_path) -> Iterator[Callable[..., Worker]]:
-    """Start worker processes (extra env per call); all are stopped at the end of the test."""
+def start_worker(shared_worker, tmp_path) -> Iterator[Callable[..., Worker]]:
+    """Start worker processes (extra env per call); all are stopped at the end of the test.
+    The shared worker is stopped first so these are the queue's only consumers."""
+    shared_worker.stop()
     started: list[Worker] = []
 
     def start(concurrency: int = 8, **env: str) -> Worker:
-        w = Worker(worker_env | env, concurrency, tmp_path / f"worker-{len(started)}.log")
+        w = Worker(shared_worker.env | env, concurrency, tmp_path / f"worker-{len(started)}.log")
         started.append(w)
         return w
 
@@ -278,16 +312,7 @@ def start_worker(worker_env, tmp_path) -> Iterator[Callable[..., Worker]]:
         w.stop()
 
 
-@pytest.fixture(scope="session")
-def session_worker(worker_env, tmp_path_factory) -> Iterator[Worker]:
-    w = Worker(worker_env, 16, tmp_path_factory.mktemp("worker") / "worker.log")
-    yield w
-    w.stop()
-
-
 @pytest.fixture
-def worker(session_worker, transactional_db, fake_judge) -> Worker:
+def worker(shared_worker, transactional_db, fake_judge) -> Worker:
     """A running worker for tests that need one; the test's data is committed so it sees it."""
-    if session_worker.proc.poll() is not None:
-        raise AssertionError(f"session worker died:\n{session_worker.log.read_text()[-4000:]}")
-    return session_worker
+    return shared_worker.get()

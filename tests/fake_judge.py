@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import json
 import re
@@ -127,7 +128,9 @@ def request_kind(body: dict) -> tuple[str, str]:
     if props:
         kind = "rubric" if "verdicts" in props else "alignment"
         return kind, "system" if "system" in spec.get("name", "") else "user"
-    system = " ".join(content_text(m.get("content")) for m in body["messages"] if m.get("role") == "system")
+    system = " ".join(
+        content_text(m.get("content")) for m in body["messages"] if m.get("role") == "system"
+    )
     kind = "rubric" if '"verdicts"' in system else "alignment"
     return kind, "system" if "system perspective" in system.lower() else "user"
 
@@ -153,12 +156,18 @@ def rubric_verdict(criterion_id: str, description: str, output: str) -> dict:
     if phrases:
         absent = [p for p in phrases if p.lower() not in low]
         satisfied = not absent
-        why = "output never mentions " + ", ".join(f'"{p}"' for p in absent) if absent else (
-            "output mentions " + ", ".join(f'"{p}"' for p in phrases)
+        why = (
+            "output never mentions " + ", ".join(f'"{p}"' for p in absent)
+            if absent
+            else ("output mentions " + ", ".join(f'"{p}"' for p in phrases))
         )
     else:
         satisfied = "[[unsatisfied]]" not in low
-        why = "output is marked [[unsatisfied]]" if not satisfied else "nothing in the output contradicts it"
+        why = (
+            "output is marked [[unsatisfied]]"
+            if not satisfied
+            else "nothing in the output contradicts it"
+        )
     return {"criterion_id": criterion_id, "satisfied": satisfied, "reasoning": why}
 
 
@@ -185,7 +194,11 @@ def requirement_rows(reference: str, output_words: set[str]) -> list[dict]:
         if not needed:
             continue
         fulfilled = len(needed & output_words) * 2 >= len(needed)
-        why = "most of its words appear in the output" if fulfilled else "the output barely touches it"
+        why = (
+            "most of its words appear in the output"
+            if fulfilled
+            else "the output barely touches it"
+        )
         rows.append({"requirement": sentence.strip(), "fulfilled": fulfilled, "reasoning": why})
     return rows
 
@@ -211,7 +224,9 @@ def alignment_answer(prompt: str, perspective: str, fault: str | None) -> dict:
             "score": intent,
             "primary_intent": reference.split("\n", 1)[0][:80],
             "is_addressed": intent >= 0.5,
-            "reasoning": "the output shares vocabulary with the request" if intent >= 0.5 else "off topic",
+            "reasoning": "the output shares vocabulary with the request"
+            if intent >= 0.5
+            else "off topic",
         },
         "requirements": {"requirements": rows, "score": reqs},
         "completeness": {
@@ -253,7 +268,9 @@ def completion_body(model: str, content: str, prompt_chars: int) -> dict:
     }
 
 
-def error_response(status: int, message: str, kind: str, headers: dict | None = None) -> web.Response:
+def error_response(
+    status: int, message: str, kind: str, headers: dict | None = None
+) -> web.Response:
     body = {"error": {"message": message, "type": kind, "param": None, "code": str(status)}}
     return web.json_response(body, status=status, headers=headers)
 
@@ -301,22 +318,24 @@ class JudgeState:
 
 async def sleep_or_stop(state: JudgeState, seconds: float) -> None:
     if seconds > 0:
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(state.stopping.wait(), seconds)
-        except TimeoutError:
-            pass
 
 
 def transport_fault(fault: str | None, arg: str | None) -> web.Response | None:
     if fault == "429":
         retry_after = arg or "1"
-        return error_response(429, "Rate limit reached (fake judge)", "rate_limit_error", {"Retry-After": retry_after})
+        return error_response(
+            429, "Rate limit reached (fake judge)", "rate_limit_error", {"Retry-After": retry_after}
+        )
     if fault == "500":
         return error_response(500, "The fake judge had an internal error", "server_error")
     if fault == "400":
         return error_response(400, "Invalid request (fake judge)", "invalid_request_error")
     if fault == "401":
-        return error_response(401, "Incorrect API key provided (fake judge)", "invalid_request_error")
+        return error_response(
+            401, "Incorrect API key provided (fake judge)", "invalid_request_error"
+        )
     return None
 
 
@@ -351,7 +370,9 @@ def answer(state: JudgeState, body: dict, messages: list[dict], fault: str | Non
         content = "I think the output is fine, mostly. {not json"
     state.completions += 1
     prompt_chars = sum(len(content_text(m.get("content"))) for m in messages)
-    return web.json_response(completion_body(body.get("model", "fake-judge"), content, prompt_chars))
+    return web.json_response(
+        completion_body(body.get("model", "fake-judge"), content, prompt_chars)
+    )
 
 
 async def get_stats(request: web.Request) -> web.Response:
@@ -404,7 +425,9 @@ class FakeJudge:
         self.app = make_app(latency)
         self.url = ""
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="fake-judge", daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="fake-judge", daemon=True
+        )
         self._runner: web.AppRunner | None = None
 
     @property
@@ -465,12 +488,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Fake OpenAI-compatible judge (demo / tests).")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
-    parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every completion")
+    parser.add_argument(
+        "--latency", type=float, default=0.0, help="seconds added to every completion"
+    )
     args = parser.parse_args(argv)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve(args.host, args.port, args.latency))
-    except KeyboardInterrupt:
-        pass
 
 
 if __name__ == "__main__":

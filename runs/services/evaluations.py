@@ -43,12 +43,41 @@ def evaluation_create(
     force: bool = False,
 ) -> Evaluation:
     """A queued evaluation with its scoring parameters frozen; the caller enqueues it."""
+    evaluation = evaluation_build(
+        run=run,
+        kind=kind,
+        rubric=rubric,
+        version=version,
+        inline_criteria=inline_criteria,
+        alignment_mode=alignment_mode,
+        judge_model=judge_model,
+        batch=batch,
+        force=force,
+    )
+    evaluation.save(force_insert=True)
+    return evaluation
+
+
+def evaluation_build(
+    *,
+    run: AgentRun,
+    kind: str,
+    rubric: Rubric | None = None,
+    version: RubricVersion | None = None,
+    inline_criteria: list[dict[str, Any]] | None = None,
+    alignment_mode: str = "",
+    judge_model: str = "",
+    batch: RescoreBatch | None = None,
+    force: bool = False,
+    held: bool = False,
+) -> Evaluation:
+    """The unsaved evaluation ``evaluation_create`` would store (re-scoring bulk-inserts these)."""
     config = judge_config_for(rubric, model=judge_model)
     if kind == Kind.ALIGNMENT:
         mode = alignment_mode or (rubric.alignment_mode if rubric else AlignmentMode.BOTH)
     else:
         mode = ""
-    return Evaluation.objects.create(
+    return Evaluation(
         team_id=run.team_id,
         run=run,
         kind=kind,
@@ -63,6 +92,7 @@ def evaluation_create(
         strategy=rubric.strategy if rubric else "batched",
         alignment_mode=mode,
         alignment_weights=rubric.alignment_weights if rubric else None,
+        held=held,
     )
 
 

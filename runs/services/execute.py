@@ -33,6 +33,8 @@ from runs.scoring import (
 from runs.scoring import Criterion as CriterionSpec
 
 from ..models import AgentRun, CriterionVerdict, Evaluation, Kind, Status
+from ..ratelimit import judge_admit, limit_for
+from .estimates import evaluation_plan
 from .evaluations import evaluation_publish_later
 from .results import record_failure, record_success
 
@@ -41,7 +43,7 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Outcome:
-    status: str  # "skipped", "succeeded", "failed", "retrying", "lost_lease"
+    status: str  # "skipped", "succeeded", "failed", "retrying", "deferred", "lost_lease"
     retry_in: float | None = None
 
 
@@ -165,8 +167,12 @@ def evaluation_execute(*, evaluation_id: str) -> Outcome:
         if evaluation.kind == Kind.RUBRIC:
             criteria, criteria_ids = _criteria(evaluation)
             reuse = _reusable(evaluation, judge, criteria)
+            if (wait := _rate_wait(evaluation, judge, criteria, reuse)) > 0:
+                return _defer(evaluation, token, wait)
             result = run_judged(_score_rubric(evaluation, judge, criteria, reuse))
         else:
+            if (wait := _rate_wait(evaluation, judge)) > 0:
+                return _defer(evaluation, token, wait)
             result = run_judged(_score_alignment(evaluation, judge))
     except TransientJudgeError as exc:
         return _transient(evaluation, token, exc)
@@ -180,6 +186,40 @@ def evaluation_execute(*, evaluation_id: str) -> Outcome:
     if not record_success(evaluation, token, result, criteria_ids):
         return Outcome("lost_lease")
     return Outcome("succeeded")
+
+
+def _rate_wait(evaluation: Evaluation, judge: JudgeConfig, criteria=None, reuse=None) -> float:
+    """Wait for the judge model's shared rate limit (runs.ratelimit); the seconds still to
+    wait when that is longer than EVALSITE_RATE_MAX_WAIT. A limiter that is down lets the
+    call through: the judge's own 429s are still handled as transient errors."""
+    try:
+        if limit_for(judge.model).unlimited:
+            return 0.0  # the default: spend no CPU planning the call
+        plan = evaluation_plan(evaluation, judge, criteria, reuse)
+        return judge_admit(model=judge.model, requests=plan.requests, tokens=plan.tokens)
+    except Exception:  # noqa: BLE001 - fail open, loudly
+        logger.exception("rate limiter unavailable for %s; calling the judge anyway", judge.model)
+        return 0.0
+
+
+def _defer(evaluation: Evaluation, token: uuid.UUID, wait: float) -> Outcome:
+    """The model's rate limit is spent: hand the evaluation back for later without counting
+    this as an attempt (nothing was asked of the judge)."""
+    now = timezone.now()
+    requeued = Evaluation.objects.filter(
+        id=evaluation.id, status=Status.RUNNING, lease_token=token
+    ).update(
+        status=Status.QUEUED,
+        attempts=F("attempts") - 1,
+        lease_token=None,
+        lease_expires_at=None,
+        not_before=now + timedelta(seconds=wait),
+        enqueued_at=now,
+    )
+    if not requeued:
+        return Outcome("lost_lease")
+    evaluation_publish_later(str(evaluation.id), countdown=wait)
+    return Outcome("deferred", retry_in=wait)
 
 
 def _transient(evaluation: Evaluation, token: uuid.UUID, exc: TransientJudgeError) -> Outcome:

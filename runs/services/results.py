@@ -8,6 +8,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from runs.scoring import JudgeCall, Usage
+
 from ..models import (
     AgentRun,
     AlignmentBreakdown,
@@ -22,16 +24,15 @@ def _calls_json(calls: list[Any]) -> list[dict[str, Any]]:
     return [c.model_dump(mode="json") if hasattr(c, "model_dump") else dict(c) for c in calls]
 
 
-def _usage_fields(calls: list[Any]) -> dict[str, Any]:
-    costs = [c.cost for c in calls if getattr(c, "cost", None) is not None]
-    latencies = [c.latency_ms for c in calls if getattr(c, "latency_ms", None) is not None]
+def _usage_fields(calls: list[JudgeCall]) -> dict[str, Any]:
+    usage = Usage.from_calls(calls)
     return {
         "calls": _calls_json(calls),
-        "judge_calls": len(calls),
-        "prompt_tokens": sum(c.prompt_tokens or 0 for c in calls),
-        "completion_tokens": sum(c.completion_tokens or 0 for c in calls),
-        "cost": sum(costs) if costs else None,
-        "latency_ms": sum(latencies) if latencies else None,
+        "judge_calls": usage.calls,
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "cost": usage.cost if calls else None,
+        "latency_ms": usage.latency_ms if calls else None,
     }
 
 
@@ -52,7 +53,19 @@ def record_failure(evaluation: Evaluation, token: uuid.UUID, message: str, calls
         )
         if done:
             run_refresh(evaluation.run_id)
+            _batch_hook(evaluation)
     return bool(done)
+
+
+def _batch_hook(evaluation: Evaluation) -> None:
+    """A re-score batch's evaluation ended: once this commits, end the batch if it was the
+    last one or release the next of its held evaluations (runs.services.rescore)."""
+    batch_id = evaluation.batch_id
+    if batch_id is None:
+        return
+    from .rescore import batch_evaluation_finished
+
+    transaction.on_commit(lambda: batch_evaluation_finished(batch_id=batch_id), robust=True)
 
 
 def record_success(
@@ -78,6 +91,7 @@ def record_success(
             _store_alignment(evaluation, result)
         _make_current(evaluation)
         run_refresh(run.pk)
+        _batch_hook(evaluation)
     return True
 
 

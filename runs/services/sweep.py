@@ -26,6 +26,7 @@ class SweepReport:
     expired: int
     failed: int
     resent: int
+    dispatched: int = 0
 
 
 def evaluations_sweep(*, now=None) -> SweepReport:
@@ -35,14 +36,23 @@ def evaluations_sweep(*, now=None) -> SweepReport:
     now = now or timezone.now()
     expired, failed = _expire_leases(now)
     resent = _resend_queued(now)
-    if expired or failed or resent:
-        logger.info("sweep: %s lease(s) expired, %s failed, %s resent", expired, failed, resent)
-    return SweepReport(expired=expired, failed=failed, resent=resent)
+    # Re-score batches: refill their windows and end the ones whose work is all done, in case a
+    # worker died between finishing an evaluation and doing so itself.
+    from .rescore import batches_sweep
+
+    dispatched = batches_sweep(now=now)
+    if expired or failed or resent or dispatched:
+        logger.info(
+            "sweep: %s lease(s) expired, %s failed, %s resent, %s released from batches",
+            expired, failed, resent, dispatched,
+        )  # fmt: skip
+    return SweepReport(expired=expired, failed=failed, resent=resent, dispatched=dispatched)
 
 
 def _expire_leases(now) -> tuple[int, int]:
     stale = Evaluation.objects.filter(status=Status.RUNNING, lease_expires_at__lt=now)
-    expired = failed = 0
+    failed = 0
+    requeued: list[str] = []
     for row in stale.values("id", "run_id", "attempts", "lease_token")[:1000]:
         guard = Evaluation.objects.filter(id=row["id"], status=Status.RUNNING, lease_token=row["lease_token"])
         with transaction.atomic():
@@ -59,10 +69,13 @@ def _expire_leases(now) -> tuple[int, int]:
                     status=Status.QUEUED, lease_token=None, lease_expires_at=None, enqueued_at=None,
                     not_before=None,
                 )
-                expired += n
+                if n:
+                    requeued.append(str(row["id"]))
             if n:
                 run_refresh(row["run_id"])
-    return expired, failed
+    if requeued:
+        _publish(requeued)  # straight back to the broker; the next sweep retries a failed send
+    return len(requeued), failed
 
 
 def _resend_queued(now) -> int:
@@ -70,7 +83,8 @@ def _resend_queued(now) -> int:
     unsent = Q(enqueued_at__isnull=True, created_at__lt=now - UNSENT_GRACE)
     lost = Q(enqueued_at__lt=now - timedelta(seconds=settings.EVALSITE_REQUEUE_AFTER))
     ids = list(
-        Evaluation.objects.filter(ready, unsent | lost, status=Status.QUEUED)
+        # Held rows belong to the re-score dispatcher, which releases them a window at a time.
+        Evaluation.objects.filter(ready, unsent | lost, status=Status.QUEUED, held=False)
         .order_by("created_at")
         .values_list("id", flat=True)[:5000]
     )

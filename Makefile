@@ -1,0 +1,46 @@
+# The two commands: `make run` (dashboard + worker + demo data) and `make test` (whole suite).
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+
+.PHONY: run test test-only install lint typecheck bench-throughput bench-pages bench-rescore clean
+
+$(BIN)/.installed: pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	touch $@
+
+install: $(BIN)/.installed
+
+## Run the dashboard on the embedded stack (SQLite + filesystem broker): web, worker, demo data.
+run: install
+	./scripts/run
+
+## Run the whole test suite (installs Debian's chromium for the browser tests if missing).
+test: install
+	./scripts/ensure-chromium
+	$(BIN)/pytest
+
+test-only:
+	$(BIN)/pytest
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: install
+	$(BIN)/mypy evalsite teams rubrics runs
+
+bench-throughput: install
+	$(BIN)/python bench/throughput
+
+bench-pages: install
+	$(BIN)/python bench/pages
+
+bench-rescore: install
+	$(BIN)/python bench/rescore
+
+clean:
+	rm -rf data .testdata

@@ -1,0 +1,156 @@
+#!/usr/bin/env python
+"""Per-call overhead of the judge seam (runs/scoring/judge.py) versus a bare litellm loop.
+
+Starts the fake judge (tests/fake_judge.py) as its own process with latency L, then, each in a
+fresh Python process so neither inherits the other's litellm state, runs N judge calls with C in
+flight:
+
+  bare     litellm.acompletion with the same messages and response_format, nothing else
+  engine   runs.scoring.judge.complete_json (rubric prompt, schema, validation, accounting)
+  engine-no-fast-path
+           the same with the fast path switched off (ablation: what `_fast_path` buys)
+
+and prints calls/s and efficiency = ideal time (N × L / C) / measured time.
+
+    .venv/bin/python bench/judge_overhead.py --calls 2000 --concurrency 32 --latency 0.2
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from functools import partial
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CRITERIA = [(f"c{i}", f'Mentions "word{i}"') for i in range(5)]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port: int, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise SystemExit(f"fake judge did not start on port {port}")
+
+
+def prompt(i: int) -> list[dict]:
+    from runs.scoring.prompts import rubric_messages
+
+    output = " ".join(f"word{n}" for n in range(5)) + f" (run {i})"
+    return rubric_messages(task=f"Task {i}: list the words.", system=None, output=output, criteria=CRITERIA)
+
+
+async def run_calls(one, calls: int, concurrency: int) -> float:
+    sem = asyncio.Semaphore(concurrency)
+
+    async def limited(i: int) -> None:
+        async with sem:
+            await one(i)
+
+    await asyncio.gather(*(limited(-1 - i) for i in range(concurrency)))  # warm-up: connections
+    start = time.perf_counter()
+    await asyncio.gather(*(limited(i) for i in range(calls)))
+    return time.perf_counter() - start
+
+
+def bare_one(url: str, schema: dict):
+    import litellm
+
+    async def one(i: int) -> None:
+        await litellm.acompletion(
+            model="openai/bench-judge",
+            messages=prompt(i),
+            api_base=url,
+            api_key="bench",
+            timeout=60,
+            response_format={"type": "json_schema", "json_schema": {"name": "v", "schema": schema}},
+        )
+
+    return one
+
+
+def engine_one(url: str, fast: bool):
+    from runs.scoring import JudgeConfig, judge
+    from runs.scoring.prompts import rubric_schema
+    from runs.scoring.rubric import validate_verdicts
+
+    if not fast:  # ablation only: this is the bench patching the engine, never the tests
+        judge._INLINE_PROVIDERS = frozenset()
+        judge._unlogged = contextlib.nullcontext
+    config = JudgeConfig(model="openai/bench-judge", api_base=url, api_key="bench")
+    asked = dict(CRITERIA)
+    schema = rubric_schema(list(asked))
+    validate = partial(validate_verdicts, asked=asked)
+
+    async def one(i: int) -> None:
+        await judge.complete_json(config, prompt(i), schema_name="rubric_verdicts", schema=schema, validate=validate)
+
+    return one
+
+
+def child(mode: str, url: str, calls: int, concurrency: int) -> None:
+    from runs.scoring.prompts import rubric_schema
+
+    if mode == "bare":
+        one = bare_one(url, rubric_schema([c for c, _ in CRITERIA]))
+    else:
+        one = engine_one(url, fast=mode == "engine")
+    print(asyncio.run(run_calls(one, calls, concurrency)))
+
+
+def measure(mode: str, url: str, args: argparse.Namespace) -> float:
+    cmd = [sys.executable, __file__, "--child", mode, "--url", url]
+    cmd += ["--calls", str(args.calls), "--concurrency", str(args.concurrency)]
+    env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", PYTHONPATH=str(ROOT))
+    out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--calls", type=int, default=2000)
+    p.add_argument("--concurrency", type=int, default=32)
+    p.add_argument("--latency", type=float, default=0.2)
+    p.add_argument("--modes", default="bare,engine,engine-no-fast-path")
+    p.add_argument("--child", help=argparse.SUPPRESS)
+    p.add_argument("--url", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.child:
+        return child(args.child, args.url, args.calls, args.concurrency)
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tests.fake_judge", "--port", str(port), "--latency", str(args.latency)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        wait_port(port)
+        ideal = args.calls * args.latency / args.concurrency
+        print(f"N={args.calls} calls, C={args.concurrency} in flight, L={args.latency * 1000:.0f} ms, ideal {ideal:.2f} s")
+        for mode in args.modes.split(","):
+            elapsed = measure(mode, f"http://127.0.0.1:{port}/v1", args)
+            print(
+                f"{mode:>20}: {elapsed:6.2f} s  {args.calls / elapsed:7.1f} calls/s  efficiency {ideal / elapsed:.2f}"
+            )
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,39 @@
+"""Schemas every router shares: the error shape and the response maps that document it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ninja import Schema
+
+
+class ErrorOut(Schema):
+    """Every error except ninja's 422: a message for people, details for programs."""
+
+    message: str
+    extra: dict[str, Any]
+
+
+class FieldErrorOut(Schema):
+    type: str
+    loc: list[str | int]
+    msg: str
+
+
+class ValidationErrorOut(Schema):
+    """422: one entry per invalid field; ``loc`` is [where, field, ...]."""
+
+    detail: list[FieldErrorOut]
+
+
+def errors(*codes: int) -> dict[int, type[Schema]]:
+    """Documented error responses: 401 and 403 always (no or revoked key; viewer role or CSRF),
+    422 always (invalid query, path or body), plus ``codes`` (400, 404, 409, 413, ...)."""
+    out: dict[int, type[Schema]] = {401: ErrorOut, 403: ErrorOut, 422: ValidationErrorOut}
+    for code in codes:
+        out[code] = ValidationErrorOut if code == 422 else ErrorOut
+    return out
+
+
+def with_errors(ok: dict[int, Any], *codes: int) -> dict[int, Any]:
+    return {**ok, **errors(*codes)}

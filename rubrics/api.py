@@ -1,0 +1,292 @@
+"""Rubrics: /api/rubrics. ``{rubric}`` in a path is the rubric's id or its slug."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+from uuid import UUID
+
+from django.http import Http404, HttpRequest
+from ninja import Field, Path, Query, Router, Schema, Status
+from pydantic import ConfigDict
+
+from evalsite.schemas import with_errors
+from teams.api import caller, editor
+
+from .models import Rubric, RubricVersion
+from .selectors import rubric_get, rubric_version_get, rubric_versions_page, rubrics_list
+from .services import (
+    CriterionInput,
+    JudgeParams,
+    rubric_archive,
+    rubric_create,
+    rubric_set_criteria,
+    rubric_update,
+)
+
+router = Router(tags=["rubrics"])
+
+SLUG_PATTERN = r"^[-a-zA-Z0-9_]+$"
+RubricRef = Path(..., max_length=100, pattern=SLUG_PATTERN, description="Rubric id or slug")
+StrategyChoice = Literal["batched", "independent"]
+AlignmentChoice = Literal["off", "user", "system", "both"]
+
+
+# --- Schemas ----------------------------------------------------------------------------------
+
+
+class CriterionOut(Schema):
+    criterion_id: str = Field(description="Stable key: rewording keeps it, diffs follow it")
+    description: str
+    required: bool
+    position: int
+
+
+class VersionOut(Schema):
+    id: UUID
+    number: int
+    note: str
+    created_at: datetime
+    criteria: list[CriterionOut]
+
+
+class RubricOut(Schema):
+    id: UUID
+    slug: str
+    name: str
+    description: str
+    judge_model: str = Field(description="litellm model string; empty = the deployment default")
+    judge_params: dict[str, Any]
+    scale: float
+    strategy: StrategyChoice
+    alignment_mode: AlignmentChoice
+    alignment_weights: dict[str, Any] | None
+    archived_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    current_version: VersionOut | None
+
+
+class RubricPageOut(Schema):
+    items: list[RubricOut]
+    next_cursor: str | None
+
+
+class VersionPageOut(Schema):
+    items: list[VersionOut]
+    next_cursor: str | None
+
+
+class CriterionEdit(Schema):
+    model_config = ConfigDict(extra="forbid")
+    description: str = Field(min_length=1, max_length=5000)
+    required: bool = True
+    criterion_id: str | None = Field(
+        default=None,
+        max_length=32,
+        pattern=r"^[A-Za-z0-9_-]+$",
+        description="Keep this key (e.g. when rewording); omitted = matched by text or new",
+    )
+
+
+CriteriaValue = list[CriterionEdit] | str
+
+
+class RubricIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=200)
+    slug: str | None = Field(default=None, max_length=100, pattern=SLUG_PATTERN)
+    description: str = Field(default="", max_length=20_000)
+    criteria: CriteriaValue | None = Field(
+        default=None, description="A list of {description, required} or text, one per line"
+    )
+    judge_model: str = Field(default="", max_length=200)
+    judge_params: JudgeParams | None = None
+    scale: float = Field(default=1.0, ge=0, le=1_000_000)
+    strategy: StrategyChoice = "batched"
+    alignment_mode: AlignmentChoice = "off"
+    alignment_weights: dict[str, Any] | None = None
+
+
+UNSET: Any = None
+
+
+class RubricPatch(Schema):
+    """Only the fields sent change. Criteria change through PUT /criteria (a new version)."""
+
+    model_config = ConfigDict(extra="forbid")
+    # Defaults of None with non-null types: omitted means unchanged, an explicit null is a 422
+    # (pydantic does not validate defaults). UNSET is None, typed so mypy accepts it.
+    name: str = Field(default=UNSET, min_length=1, max_length=200)
+    description: str = Field(default=UNSET, max_length=20_000)
+    judge_model: str = Field(default=UNSET, max_length=200)
+    judge_params: JudgeParams = Field(default=UNSET)
+    scale: float = Field(default=UNSET, ge=0, le=1_000_000)
+    strategy: StrategyChoice = Field(default=UNSET)
+    alignment_mode: AlignmentChoice = Field(default=UNSET)
+    alignment_weights: dict[str, Any] | None = Field(default=None, description="null = defaults")
+
+
+class CriteriaIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+    criteria: CriteriaValue = Field(description="A list of {description, required} or text")
+    note: str = Field(default="", max_length=300, description="Why this version (shown in history)")
+
+
+def _criteria(value: CriteriaValue | None) -> Any:
+    if isinstance(value, list):
+        return [CriterionInput(c.description, c.required, c.criterion_id) for c in value]
+    return value
+
+
+def _version(version: RubricVersion | None) -> dict[str, Any] | None:
+    if version is None:
+        return None
+    criteria = [
+        {
+            "criterion_id": c.key,
+            "description": c.description,
+            "required": c.required,
+            "position": c.position,
+        }
+        for c in version.criteria.all()
+    ]
+    return {
+        "id": version.id,
+        "number": version.number,
+        "note": version.note,
+        "created_at": version.created_at,
+        "criteria": criteria,
+    }
+
+
+def _rubric(rubric: Rubric) -> dict[str, Any]:
+    fields = [
+        "id",
+        "slug",
+        "name",
+        "description",
+        "judge_model",
+        "judge_params",
+        "scale",
+        "strategy",
+        "alignment_mode",
+        "alignment_weights",
+        "archived_at",
+        "created_at",
+        "updated_at",
+    ]
+    return {f: getattr(rubric, f) for f in fields} | {
+        "current_version": _version(rubric.current_version)
+    }
+
+
+def _found(request: HttpRequest, ref: str) -> Rubric:
+    rubric = rubric_get(team=caller(request).team, ref=ref)
+    if rubric is None:
+        raise Http404("No such rubric in this team")
+    return rubric
+
+
+def _reloaded(request: HttpRequest, rubric: Rubric) -> dict[str, Any]:
+    """The rubric as stored, with its current version's criteria (after a write)."""
+    return _rubric(_found(request, str(rubric.id)))
+
+
+# --- Operations -------------------------------------------------------------------------------
+
+
+@router.get("", response=with_errors({200: RubricPageOut}))
+def list_rubrics(
+    request: HttpRequest,
+    include_archived: bool = False,
+    cursor: str | None = Query(None, max_length=500),
+    limit: int = Query(50, ge=1, description="Page size, capped at EVALSITE_PAGE_SIZE_MAX"),
+):
+    """The team's rubrics by name, each with its current version and criteria."""
+    page = rubrics_list(
+        team=caller(request).team, include_archived=include_archived, cursor=cursor, limit=limit
+    )
+    return {"items": [_rubric(r) for r in page.items], "next_cursor": page.next_cursor}
+
+
+@router.post("", response=with_errors({201: RubricOut}, 400, 413))
+def create_rubric(request: HttpRequest, payload: RubricIn):
+    """Create a rubric; with criteria it starts at version 1."""
+    fields = payload.model_dump(exclude={"criteria", "judge_params"})
+    judge_params = (
+        payload.judge_params.model_dump(exclude_none=True) if payload.judge_params else None
+    )
+    who = editor(request)
+    rubric = rubric_create(
+        team=who.team,
+        criteria=_criteria(payload.criteria),
+        judge_params=judge_params,
+        user=who.user,
+        **fields,
+    )
+    return Status(201, _reloaded(request, rubric))
+
+
+@router.get("/{rubric}", response=with_errors({200: RubricOut}, 404))
+def get_rubric(request: HttpRequest, rubric: str = RubricRef):
+    return _rubric(_found(request, rubric))
+
+
+@router.patch("/{rubric}", response=with_errors({200: RubricOut}, 400, 404, 413))
+def update_rubric(request: HttpRequest, payload: RubricPatch, rubric: str = RubricRef):
+    """Change settings; only the fields sent change."""
+    editor(request)
+    fields = payload.model_dump(exclude_unset=True)
+    if "judge_params" in fields:
+        fields["judge_params"] = payload.judge_params.model_dump(exclude_none=True)
+    updated = rubric_update(rubric=_found(request, rubric), **fields)
+    return _reloaded(request, updated)
+
+
+@router.post("/{rubric}/archive", response=with_errors({200: RubricOut}, 404))
+def archive_rubric(request: HttpRequest, rubric: str = RubricRef):
+    """Archive: new runs can no longer name it; its runs and results stay. Idempotent."""
+    editor(request)
+    return _reloaded(request, rubric_archive(rubric=_found(request, rubric)))
+
+
+@router.put(
+    "/{rubric}/criteria", response=with_errors({200: VersionOut, 201: VersionOut}, 400, 404, 413)
+)
+def set_criteria(request: HttpRequest, payload: CriteriaIn, rubric: str = RubricRef):
+    """Replace the criteria: 201 with the new version. Criteria identical to the current
+    version's (same text, required flags and order) create nothing: 200 with the current one."""
+    who = editor(request)
+    version, created = rubric_set_criteria(
+        rubric=_found(request, rubric),
+        criteria=_criteria(payload.criteria),
+        user=who.user,
+        note=payload.note,
+    )
+    stored = rubric_version_get(rubric=version.rubric, number=version.number)
+    return Status(201 if created else 200, _version(stored))
+
+
+@router.get("/{rubric}/versions", response=with_errors({200: VersionPageOut}, 404))
+def list_versions(
+    request: HttpRequest,
+    rubric: str = RubricRef,
+    cursor: str | None = Query(None, max_length=500),
+    limit: int = Query(50, ge=1, description="Page size, capped at EVALSITE_PAGE_SIZE_MAX"),
+):
+    """The rubric's versions, newest first, each with its criteria."""
+    page = rubric_versions_page(rubric=_found(request, rubric), cursor=cursor, limit=limit)
+    return {"items": [_version(v) for v in page.items], "next_cursor": page.next_cursor}
+
+
+@router.get("/{rubric}/versions/{number}", response=with_errors({200: VersionOut}, 404))
+def get_version(
+    request: HttpRequest,
+    rubric: str = RubricRef,
+    number: int = Path(..., ge=1, le=2_147_483_647),
+):
+    version = rubric_version_get(rubric=_found(request, rubric), number=number)
+    if version is None:
+        raise Http404("No such version of this rubric")
+    return _version(version)

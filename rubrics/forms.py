@@ -1,0 +1,280 @@
+"""Forms for the rubric pages. They parse and display input; the rules live in services."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django import forms
+
+from .models import AlignmentMode, Criterion, Rubric, Strategy
+from .services import CriterionInput, RubricValidationError
+
+MAX_CRITERIA = 200
+DIMENSIONS = ("intent", "requirements", "completeness", "appropriateness")
+PERSPECTIVES = ("user", "system")
+JUDGE_PARAMS = ("temperature", "max_tokens", "timeout", "api_base")
+
+
+# --- The criteria draft ------------------------------------------------------------------------
+
+
+class CriterionDraftForm(forms.Form):
+    """One row of the draft. ``key`` is the stable criterion key; blank for a new row."""
+
+    key = forms.CharField(required=False, max_length=32, widget=forms.HiddenInput)
+    description = forms.CharField(
+        required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 2})
+    )
+    required = forms.BooleanField(required=False)
+
+
+CriteriaFormSet = forms.formset_factory(
+    CriterionDraftForm, extra=0, max_num=MAX_CRITERIA, absolute_max=MAX_CRITERIA + 1
+)
+
+
+class DraftMetaForm(forms.Form):
+    """What travels with the draft besides its rows: the paste box and the version note."""
+
+    import_text = forms.CharField(required=False, max_length=100_000, widget=forms.Textarea)
+    note = forms.CharField(required=False, max_length=300)
+
+
+def draft_rows_from_version(criteria: list[Criterion]) -> list[dict[str, Any]]:
+    return [{"key": c.key, "description": c.description, "required": c.required} for c in criteria]
+
+
+def draft_rows_from_formset(formset: Any) -> list[dict[str, Any]]:
+    """The rows as posted (the formset must have been validated)."""
+    rows = []
+    for form in formset.forms:
+        data = form.cleaned_data if hasattr(form, "cleaned_data") else {}
+        rows.append(
+            {
+                "key": (data.get("key") or "").strip(),
+                "description": data.get("description") or "",
+                "required": bool(data.get("required")),
+            }
+        )
+    return rows
+
+
+def draft_formset(rows: list[dict[str, Any]]) -> Any:
+    """An unbound formset showing ``rows``: what the editor renders after every draft change."""
+    return CriteriaFormSet(initial=rows, prefix="c")
+
+
+def draft_apply(rows: list[dict[str, Any]], op: str, parsed: list[Any] | None = None) -> list:
+    """Apply one editing operation to the draft (never touches the database).
+
+    ``op`` is ``add``, ``delete-N``, ``up-N``, ``down-N``, ``import-append`` or
+    ``import-replace`` (the last two take the criteria parsed from the paste box).
+    """
+    rows = [dict(r) for r in rows]
+    if op == "add" and len(rows) < MAX_CRITERIA:
+        rows.append({"key": "", "description": "", "required": True})
+    elif op in ("import-append", "import-replace"):
+        imported = [{"key": "", "description": c.description, "required": c.required} for c in parsed or []]
+        rows = imported if op == "import-replace" else [r for r in rows if r["description"].strip()] + imported
+    else:
+        match = re.fullmatch(r"(delete|up|down)-(\d+)", op)
+        if match and int(match.group(2)) < len(rows):
+            rows = _move_or_delete(rows, match.group(1), int(match.group(2)))
+    return rows[:MAX_CRITERIA]
+
+
+def _move_or_delete(rows: list[dict[str, Any]], action: str, i: int) -> list[dict[str, Any]]:
+    if action == "delete":
+        del rows[i]
+    elif action == "up" and i > 0:
+        rows[i - 1], rows[i] = rows[i], rows[i - 1]
+    elif action == "down" and i < len(rows) - 1:
+        rows[i + 1], rows[i] = rows[i], rows[i + 1]
+    return rows
+
+
+def draft_criteria(rows: list[dict[str, Any]]) -> tuple[list[CriterionInput], list[int]]:
+    """The criteria to save and, for each, its row index. Fully blank rows are dropped: an
+    added-but-never-filled row is not a criterion."""
+    kept = [(i, r) for i, r in enumerate(rows) if r["description"].strip()]
+    criteria = [
+        CriterionInput(description=r["description"], required=r["required"], key=r["key"] or None)
+        for _, r in kept
+    ]
+    return criteria, [i for i, _ in kept]
+
+
+def draft_differs(rows: list[dict[str, Any]], criteria: list[Criterion]) -> bool:
+    wanted = [(r["key"], r["description"].strip(), r["required"]) for r in rows if r["description"].strip()]
+    return wanted != [(c.key, c.description, c.required) for c in criteria]
+
+
+def criteria_errors_onto_formset(
+    formset: Any, error: RubricValidationError, row_indexes: list[int]
+) -> str:
+    """Put each ``criteria[i].field`` message next to its row; return what fits no row."""
+    leftovers = []
+    for name, message in error.errors.items():
+        match = re.fullmatch(r"criteria\[(\d+)\]\.(\w+)", name)
+        if match and int(match.group(1)) < len(row_indexes):
+            form = formset.forms[row_indexes[int(match.group(1))]]
+            field = match.group(2) if match.group(2) in form.fields else "description"
+            form.add_error(field, message)
+        else:
+            leftovers.append(message)
+    return "; ".join(leftovers)
+
+
+# --- Creating a rubric -------------------------------------------------------------------------
+
+
+class RubricCreateForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    criteria_text = forms.CharField(
+        label="Criteria",
+        required=False,
+        max_length=100_000,
+        widget=forms.Textarea(attrs={"rows": 8}),
+        help_text="One criterion per line. List markers are removed; start a line with "
+        "[optional] to make it optional.",
+    )
+
+    def apply_service_errors(self, error: RubricValidationError) -> None:
+        for name, message in error.errors.items():
+            field = "criteria_text" if name.startswith("criteria") else name
+            self.add_error(field if field in self.fields else None, message)
+
+
+# --- Judge and scoring settings ----------------------------------------------------------------
+
+
+def _weight_field(label: str) -> forms.FloatField:
+    return forms.FloatField(
+        label=label,
+        required=False,
+        min_value=0,
+        max_value=1,
+        widget=forms.NumberInput(attrs={"step": "0.05"}),
+    )
+
+
+class RubricSettingsForm(forms.Form):
+    """Name, judge and scoring settings. Semantic validation is the service's; its errors
+    are mapped back onto these fields by ``apply_service_errors``."""
+
+    name = forms.CharField(max_length=200)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    judge_model = forms.CharField(
+        required=False,
+        max_length=200,
+        help_text="A litellm model string; blank uses the deployment default.",
+        widget=forms.TextInput(attrs={"placeholder": "deployment default", "class": "mono"}),
+    )
+    temperature = forms.FloatField(required=False, widget=forms.NumberInput(attrs={"step": "0.1"}))
+    max_tokens = forms.IntegerField(required=False)
+    timeout = forms.FloatField(required=False, label="Timeout (s)")
+    api_base = forms.CharField(required=False, max_length=500, label="API base URL")
+    scale = forms.FloatField(widget=forms.NumberInput(attrs={"step": "any"}))
+    strategy = forms.ChoiceField(choices=Strategy.choices)
+    alignment_mode = forms.ChoiceField(choices=AlignmentMode.choices, label="Prompt alignment")
+    custom_weights = forms.BooleanField(required=False, label="Override the default weights")
+    user_share = _weight_field("User share (both)")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.group_errors: dict[str, list[str]] = {}
+        for perspective in PERSPECTIVES:
+            for dim in DIMENSIONS:
+                self.fields[f"w_{perspective}_{dim}"] = _weight_field(dim.capitalize())
+
+    @classmethod
+    def for_rubric(cls, rubric: Rubric) -> RubricSettingsForm:
+        initial: dict[str, Any] = {
+            "name": rubric.name,
+            "description": rubric.description,
+            "judge_model": rubric.judge_model,
+            "scale": rubric.scale,
+            "strategy": rubric.strategy,
+            "alignment_mode": rubric.alignment_mode,
+            **{p: rubric.judge_params.get(p) for p in JUDGE_PARAMS},
+        }
+        initial.update(_weights_initial(rubric.alignment_weights))
+        return cls(initial=initial)
+
+    def weight_rows(self) -> list[tuple[str, list[Any]]]:
+        return [
+            (p, [self[f"w_{p}_{dim}"] for dim in DIMENSIONS]) for p in PERSPECTIVES
+        ]
+
+    def service_fields(self) -> dict[str, Any]:
+        """The cleaned values in the shape ``rubric_update`` takes."""
+        data = self.cleaned_data
+        params = {p: data.get(p) for p in JUDGE_PARAMS if data.get(p) not in (None, "")}
+        return {
+            "name": data["name"],
+            "description": data.get("description", ""),
+            "judge_model": data.get("judge_model", ""),
+            "judge_params": params,
+            "scale": data["scale"],
+            "strategy": data["strategy"],
+            "alignment_mode": data["alignment_mode"],
+            "alignment_weights": self._weights() if data.get("custom_weights") else None,
+        }
+
+    def _weights(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        weights: dict[str, Any] = {
+            p: {dim: data.get(f"w_{p}_{dim}") for dim in DIMENSIONS} for p in PERSPECTIVES
+        }
+        if data.get("user_share") is not None:
+            weights["user_share"] = data["user_share"]
+        return weights
+
+    def apply_service_errors(self, error: RubricValidationError) -> None:
+        """Map ``RubricValidationError.errors`` (service field → message) onto form fields."""
+        for name, message in error.errors.items():
+            if name == "judge_params":
+                self._apply_nested(message, lambda loc: loc if loc in JUDGE_PARAMS else None)
+            elif name == "alignment_weights":
+                self._apply_nested(message, self._weight_field_for)
+            else:
+                self.add_error(name if name in self.fields else None, message)
+
+    def _apply_nested(self, message: str, field_for: Any) -> None:
+        for part in message.split("; "):
+            loc, _, text = part.partition(": ")
+            field = field_for(loc) if text else None
+            if field:
+                self.add_error(field, text)
+            elif loc.split(".")[0] in PERSPECTIVES and text:
+                self.group_errors.setdefault(loc.split(".")[0], []).append(text)
+            else:
+                self.group_errors.setdefault("weights", []).append(part)
+
+    def _weight_field_for(self, loc: str) -> str | None:
+        parts = loc.split(".")
+        if parts == ["user_share"]:
+            return "user_share"
+        if len(parts) == 2 and parts[0] in PERSPECTIVES and parts[1] in DIMENSIONS:
+            return f"w_{parts[0]}_{parts[1]}"
+        return None
+
+
+# SCORING.md's defaults: shown (and edited from) until a rubric overrides them.
+DEFAULT_WEIGHTS: dict[str, Any] = {
+    "user": {"intent": 0.40, "requirements": 0.30, "completeness": 0.20, "appropriateness": 0.10},
+    "system": {"intent": 0.35, "requirements": 0.35, "completeness": 0.15, "appropriateness": 0.15},
+    "user_share": 0.7,
+}
+
+
+def _weights_initial(weights: dict[str, Any] | None) -> dict[str, Any]:
+    custom = bool(weights)
+    weights = weights or DEFAULT_WEIGHTS
+    out: dict[str, Any] = {"custom_weights": custom, "user_share": weights.get("user_share", 0.7)}
+    for p in PERSPECTIVES:
+        for dim in DIMENSIONS:
+            out[f"w_{p}_{dim}"] = (weights.get(p) or {}).get(dim)
+    return out

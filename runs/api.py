@@ -1,0 +1,135 @@
+"""Runs, evaluations and synchronous scoring: /api/runs, /api/evaluations, /api/score."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from django.http import Http404, HttpRequest
+from ninja import Query, Router, Schema, Status
+
+from evalsite.schemas import ValidationErrorOut, with_errors
+from teams.api import caller, editor
+
+from .payloads import RunPayload
+from .schemas import (
+    BulkErrorItem,
+    BulkIn,
+    BulkOut,
+    EvaluationOut,
+    RunOut,
+    RunPageOut,
+    ScoreIn,
+    ScoreOut,
+    evaluation_out,
+    run_list_item_out,
+    run_out,
+    score_out,
+)
+from .selectors import (
+    RunFilters,
+    evaluation_get,
+    evaluations_by_ids,
+    evaluations_for_run,
+    evaluations_latest_for_runs,
+    run_get,
+    runs_list,
+)
+from .services import run_ingest
+from .services.bulk import runs_ingest_bulk
+from .services.score import score_await, score_submit
+
+router = Router(tags=["runs"])
+
+
+@router.post("/runs", response=with_errors({200: RunOut, 201: RunOut}, 400, 409, 413))
+def create_run(request: HttpRequest, payload: RunPayload):
+    """Store one run and queue its evaluations (201). Idempotent on `external_id`: the same
+    payload again answers 200 with the stored run; another payload under that id is a 409."""
+    run, created = run_ingest(team=editor(request).team, payload=payload)
+    return Status(201 if created else 200, run_out(run, evaluations_for_run(run=run)))
+
+
+class BulkErrorExtra(Schema):
+    errors: list[BulkErrorItem]
+
+
+class BulkErrorOut(Schema):
+    message: str
+    extra: BulkErrorExtra
+
+
+@router.post(
+    "/runs/bulk",
+    response=with_errors({200: BulkOut, 201: BulkOut}, 400, 413)
+    | {422: ValidationErrorOut | BulkErrorOut},
+)
+def create_runs_bulk(request: HttpRequest, payload: BulkIn):
+    """Store up to 1,000 runs in one transaction, all or nothing. Any invalid item stores
+    nothing and answers 422 with `extra.errors` = [{index, field, message}] for every item.
+    201 when at least one run was created, else 200 (every item named an existing run)."""
+    results = runs_ingest_bulk(team=editor(request).team, items=payload.runs)
+    evaluations = evaluations_latest_for_runs(run_ids=[run.pk for run, _ in results])
+    items = [
+        {
+            "index": i,
+            "id": run.id,
+            "external_id": run.external_id,
+            "created": created,
+            "status": run.status,
+            "evaluations": [evaluation_out(e) for e in evaluations[run.pk]],
+        }
+        for i, (run, created) in enumerate(results)
+    ]
+    created = sum(1 for item in items if item["created"])
+    body = {"created": created, "existing": len(items) - created, "items": items}
+    return Status(201 if created else 200, body)
+
+
+@router.get("/runs", response=with_errors({200: RunPageOut}))
+def list_runs(
+    request: HttpRequest,
+    filters: Query[RunFilters],
+    cursor: str | None = Query(None, max_length=500, description="next_cursor of the last page"),
+    limit: int = Query(50, ge=1, description="Page size, capped at EVALSITE_PAGE_SIZE_MAX"),
+):
+    """The team's runs, newest first, filtered; keyset pagination with `cursor`."""
+    page = runs_list(team=caller(request).team, filters=filters, cursor=cursor, limit=limit)
+    return {"items": [run_list_item_out(r) for r in page.items], "next_cursor": page.next_cursor}
+
+
+@router.get("/runs/{run_id}", response=with_errors({200: RunOut}, 404))
+def get_run(request: HttpRequest, run_id: UUID):
+    """A run with its newest evaluation per kind and rubric, verdicts and alignment."""
+    run = run_get(team=caller(request).team, run_id=run_id)
+    if run is None:
+        raise Http404("No such run in this team")
+    return run_out(run, evaluations_for_run(run=run))
+
+
+@router.get("/evaluations/{evaluation_id}", response=with_errors({200: EvaluationOut}, 404))
+def get_evaluation(request: HttpRequest, evaluation_id: UUID):
+    evaluation = evaluation_get(team=caller(request).team, evaluation_id=evaluation_id)
+    if evaluation is None:
+        raise Http404("No such evaluation in this team")
+    return evaluation_out(evaluation)
+
+
+@router.post(
+    "/score",
+    response=with_errors({200: ScoreOut, 202: ScoreOut}, 400, 409, 413),
+)
+def score(request: HttpRequest, payload: ScoreIn):
+    """Store the run, wait up to `timeout` seconds for its evaluations and return the result.
+
+    200: every evaluation ended; `status` is `succeeded`, or `failed` with `error` (the judge
+    failed for good: `passed` is then null, so a loop must check `status`). 202: time ran out;
+    `status` is `queued` or `running`, poll `GET /api/evaluations/{evaluation_id}`.
+    """
+    run, evaluations = score_submit(
+        team=editor(request).team,
+        payload=payload.run_payload(),
+        criteria=payload.criteria_value(),
+    )
+    ids = [e.id for e in evaluations]
+    finished = score_await(evaluation_ids=ids, timeout=payload.timeout)
+    return Status(200 if finished else 202, score_out(run, evaluations_by_ids(ids=ids)))

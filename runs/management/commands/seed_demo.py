@@ -1,0 +1,137 @@
+"""`manage.py seed_demo`: a demo team, a local user, two rubrics and a few dozen runs.
+
+Idempotent: rubrics are found by slug and runs by external_id, so running it twice changes
+nothing. Runs are ingested through the real service, so a running worker scores them.
+"""
+
+import random
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from rubrics.models import Rubric
+from rubrics.services import rubric_create
+from runs.payloads import RunPayload
+from runs.services import run_ingest
+from teams.models import Team
+from teams.services import membership_set, team_create
+
+SUPPORT_CRITERIA = """\
+# Support reply
+- Confirms the "order number" back to the customer
+- Explains the "refund" timeline
+- Apologises for the trouble ("sorry")
+- [optional] Offers a "discount" code for next time
+- [optional] Signs off as "Acme Support"
+"""
+
+CODE_CRITERIA = [
+    {"description": 'Names the function "find_duplicates"', "required": True},
+    {"description": 'Mentions that "tests" cover the change', "required": True},
+    {"description": 'States the time "complexity"', "required": True},
+]
+
+SUPPORT_SYSTEM = (
+    "You are Acme's support agent. Be brief and kind. Always confirm the order number, "
+    "explain refund timelines, and sign off as Acme Support."
+)
+QUESTIONS = [
+    "Where is my refund for order {n}? It has been two weeks.",
+    "My parcel for order {n} arrived broken. What now?",
+    "Can I return order {n}? The size is wrong.",
+    "I was charged twice for order {n}.",
+]
+PIECES = [
+    "I'm sorry about the trouble.",
+    "Your order number {n} is confirmed.",
+    "The refund reaches your card within 5 business days.",
+    "Here is a discount code for next time: THANKS10.",
+    "— Acme Support",
+]
+CODE_ANSWERS = [
+    "find_duplicates now uses a set; tests cover empty and repeated input. Time complexity is O(n).",
+    "I renamed it to find_duplicates and the complexity drops to O(n).",
+    "Added tests for the dedupe helper; it walks the list once.",
+    "find_duplicates returns repeated items; tests pass.",
+]
+
+
+class Command(BaseCommand):
+    help = "Create the demo team, user, rubrics and runs (idempotent)."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--runs", type=int, default=36, help="support runs to create")
+        parser.add_argument("--password", default="demo", help="password of user 'demo'")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        with transaction.atomic():
+            team = Team.objects.filter(slug="demo").first() or team_create(name="Demo", slug="demo")
+            user = self._user(options["password"])
+            membership_set(team=team, user=user, role="owner")
+            support = self._rubric(team, "Support reply", "support-reply", SUPPORT_CRITERIA, "both")
+            code = self._rubric(team, "Code review answer", "code-review", CODE_CRITERIA, "off")
+        created = self._support_runs(team, support, options["runs"])
+        created += self._code_runs(team, code)
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"demo ready: team 'demo', user 'demo' / password '{options['password']}', "
+                f"{created} new run(s) queued for scoring"
+            )
+        )
+
+    def _user(self, password: str):
+        User = get_user_model()
+        user = User.objects.filter(username="demo").first()
+        if user is None:
+            user = User.objects.create_user(username="demo", password=password)
+        return user
+
+    def _rubric(self, team: Team, name: str, slug: str, criteria: Any, alignment: str) -> Rubric:
+        existing = Rubric.objects.filter(team=team, slug=slug).first()
+        if existing is not None:
+            return existing
+        return rubric_create(
+            team=team, name=name, slug=slug, criteria=criteria, alignment_mode=alignment,
+            description=f"Demo rubric: {name.lower()}.",
+        )  # fmt: skip
+
+    def _support_runs(self, team: Team, rubric: Rubric, count: int) -> int:
+        rng = random.Random(7)  # the same demo data every time
+        created = 0
+        for i in range(count):
+            n = 1000 + i
+            kept = [p for p in PIECES if rng.random() < 0.75] or PIECES[:1]
+            payload = {
+                "external_id": f"demo-support-{i:03d}",
+                "agent": rng.choice(["support-bot", "support-bot-v2"]),
+                "rubric": rubric.slug,
+                "input": {"messages": [
+                    {"role": "system", "content": SUPPORT_SYSTEM},
+                    {"role": "user", "content": rng.choice(QUESTIONS).format(n=n)},
+                ]},
+                "output": " ".join(kept).format(n=n),
+                "metadata": {"channel": rng.choice(["email", "chat"]), "locale": "en"},
+            }  # fmt: skip
+            created += self._ingest(team, payload)
+        return created
+
+    def _code_runs(self, team: Team, rubric: Rubric) -> int:
+        created = 0
+        for i, answer in enumerate(CODE_ANSWERS * 3):
+            payload = {
+                "external_id": f"demo-code-{i:03d}",
+                "agent": "code-assistant",
+                "rubric": rubric.slug,
+                "input": {"messages": [
+                    {"role": "user", "content": "Review my dedupe helper and make it faster."},
+                ]},
+                "output": answer,
+            }  # fmt: skip
+            created += self._ingest(team, payload)
+        return created
+
+    def _ingest(self, team: Team, payload: dict) -> int:
+        _, created = run_ingest(team=team, payload=RunPayload.model_validate(payload))
+        return int(created)

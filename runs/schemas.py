@@ -1,0 +1,364 @@
+"""The API's schemas for runs, evaluations and scoring, and the functions that fill them.
+
+The run input is runs.payloads.RunPayload (the public run payload). Outputs are built from
+rows fetched by runs.selectors (verdicts and alignment prefetched), never by lazy loads here.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+from ninja import Field, Schema
+from pydantic import ConfigDict, WithJsonSchema
+
+from .models import AgentRun, Evaluation, Kind
+from .payloads import CriterionIn, RunPayload
+from .services.bulk import MAX_BULK_RUNS
+
+StatusChoice = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+AlignmentChoice = Literal["off", "user", "system", "both"]
+
+
+# --- Evaluations ------------------------------------------------------------------------------
+
+
+class VerdictOut(Schema):
+    criterion_id: str = Field(description="The criterion's stable key in its rubric (c1, c2, …)")
+    description: str
+    required: bool
+    satisfied: bool
+    reasoning: str
+    reused: bool = Field(description="Copied from an earlier identical judgement, not re-judged")
+
+
+class IntentOut(Schema):
+    score: float
+    primary_intent: str
+    addressed: bool
+    reasoning: str
+
+
+class RequirementsOut(Schema):
+    score: float
+    items: list[dict[str, Any]]
+
+
+class CompletenessOut(Schema):
+    score: float
+    missing_elements: list[Any]
+    reasoning: str
+
+
+class AppropriatenessOut(Schema):
+    score: float
+    format_aligned: bool
+    tone_aligned: bool
+    reasoning: str
+
+
+class PerspectiveOut(Schema):
+    score: float = Field(description="Weighted score of this perspective, 0..1")
+    weights: dict[str, Any]
+    intent: IntentOut
+    requirements: RequirementsOut
+    completeness: CompletenessOut
+    appropriateness: AppropriatenessOut
+    overall_assessment: str
+
+
+class AlignmentOut(Schema):
+    user: PerspectiveOut | None
+    system: PerspectiveOut | None
+    user_score: float | None
+    system_score: float | None
+    score: float | None = Field(description="Final score (weighted, times the scale)")
+    band: str
+    system_applicable: bool | None
+
+
+class EvaluationOut(Schema):
+    id: UUID
+    run_id: UUID
+    kind: Literal["rubric", "alignment"]
+    status: StatusChoice
+    passed: bool | None
+    score: float | None
+    reason: str
+    error: str
+    rubric_id: UUID | None
+    rubric_version: int | None = Field(description="Version number, null for inline criteria")
+    judge_model: str
+    is_current: bool
+    created_at: datetime
+    finished_at: datetime | None
+    verdicts: list[VerdictOut]
+    alignment: AlignmentOut | None
+
+
+def evaluation_out(e: Evaluation) -> dict[str, Any]:
+    return {
+        "id": e.id,
+        "run_id": e.run_id,
+        "kind": e.kind,
+        "status": e.status,
+        "passed": e.passed,
+        "score": e.score,
+        "reason": e.reason,
+        "error": e.error,
+        "rubric_id": e.rubric_id,
+        "rubric_version": e.rubric_version.number if e.rubric_version_id else None,  # type: ignore[union-attr]
+        "judge_model": e.judge_model,
+        "is_current": e.is_current,
+        "created_at": e.created_at,
+        "finished_at": e.finished_at,
+        "verdicts": [_verdict(v) for v in e.verdicts.all()],
+        "alignment": _alignment(e) if e.kind == Kind.ALIGNMENT else None,
+    }
+
+
+def _verdict(v: Any) -> dict[str, Any]:
+    return {
+        "criterion_id": v.criterion_key,
+        "description": v.description,
+        "required": v.required,
+        "satisfied": v.satisfied,
+        "reasoning": v.reasoning,
+        "reused": v.reused_from_id is not None,
+    }
+
+
+def _alignment(e: Evaluation) -> dict[str, Any]:
+    perspectives = {p.perspective: _perspective(p) for p in e.alignment.all()}
+    return {
+        "user": perspectives.get("user"),
+        "system": perspectives.get("system"),
+        "user_score": e.user_score,
+        "system_score": e.system_score,
+        "score": e.score,
+        "band": e.band,
+        "system_applicable": e.system_applicable,
+    }
+
+
+def _perspective(p: Any) -> dict[str, Any]:
+    return {
+        "score": p.weighted_score,
+        "weights": p.weights,
+        "intent": {
+            "score": p.intent_score,
+            "primary_intent": p.primary_intent,
+            "addressed": p.intent_addressed,
+            "reasoning": p.intent_reasoning,
+        },
+        "requirements": {"score": p.requirements_score, "items": p.requirements},
+        "completeness": {
+            "score": p.completeness_score,
+            "missing_elements": p.missing_elements,
+            "reasoning": p.completeness_reasoning,
+        },
+        "appropriateness": {
+            "score": p.appropriateness_score,
+            "format_aligned": p.format_aligned,
+            "tone_aligned": p.tone_aligned,
+            "reasoning": p.appropriateness_reasoning,
+        },
+        "overall_assessment": p.overall_assessment,
+    }
+
+
+# --- Runs -------------------------------------------------------------------------------------
+
+
+class RunSummaryOut(Schema):
+    """A run's fields, without its content, plus its current result."""
+
+    id: UUID
+    external_id: str | None
+    agent: str
+    rubric: UUID | None = Field(description="Id of the run's rubric")
+    alignment: AlignmentChoice
+    status: StatusChoice = Field(description="queued/running while any evaluation is pending")
+    passed: bool | None = Field(description="Current rubric result")
+    score: float | None
+    alignment_score: float | None
+    rubric_version: int | None = Field(description="Version number of the current result")
+    created_at: datetime
+
+
+class RunListItemOut(RunSummaryOut):
+    task_preview: str = Field(description="First 280 characters of the task (first user message)")
+    output_preview: str = Field(description="First 280 characters of the output text")
+
+
+class RunOut(RunSummaryOut):
+    input: dict[str, Any]
+    output: str | list[Any]
+    request_context: dict[str, Any]
+    metadata: dict[str, Any]
+    evaluations: list[EvaluationOut] = Field(
+        description="The newest evaluation per kind and rubric (queued, running or final)"
+    )
+
+
+class RunPageOut(Schema):
+    items: list[RunListItemOut]
+    next_cursor: str | None = Field(
+        description="Pass as `cursor` for the next page; null at the end"
+    )
+
+
+def _summary(run: AgentRun) -> dict[str, Any]:
+    return {
+        "id": run.id,
+        "external_id": run.external_id,
+        "agent": run.agent,
+        "rubric": run.rubric_id,
+        "alignment": run.alignment_mode,
+        "status": run.status,
+        "passed": run.passed,
+        "score": run.score,
+        "alignment_score": run.alignment_score,
+        "rubric_version": run.current_version.number if run.current_version_id else None,  # type: ignore[union-attr]
+        "created_at": run.created_at,
+    }
+
+
+def run_list_item_out(run: AgentRun) -> dict[str, Any]:
+    previews = {"task_preview": run.task_preview, "output_preview": run.output_preview}  # type: ignore[attr-defined]
+    return _summary(run) | {k: v or "" for k, v in previews.items()}
+
+
+def run_out(run: AgentRun, evaluations: list[Evaluation]) -> dict[str, Any]:
+    return _summary(run) | {
+        "input": run.input,
+        "output": run.output,
+        "request_context": run.request_context,
+        "metadata": run.metadata,
+        "evaluations": [evaluation_out(e) for e in evaluations],
+    }
+
+
+# --- Bulk ingest ------------------------------------------------------------------------------
+
+
+def _inlined(schema: dict[str, Any]) -> dict[str, Any]:
+    """A model's JSON schema with its local $defs substituted in place (it has no cycles)."""
+    defs = schema.pop("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref", "")
+            if ref.startswith("#/$defs/"):
+                return walk(defs[ref.removeprefix("#/$defs/")])
+            return {k: walk(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    return walk(schema)
+
+
+# Items are validated one by one by the bulk service, so a bad item is reported with its index
+# next to the others' errors instead of failing the whole body; the schema still documents them.
+BulkItems = Annotated[
+    list[dict[str, Any]],
+    WithJsonSchema(
+        {
+            "type": "array",
+            "items": _inlined(RunPayload.model_json_schema()),
+            "maxItems": MAX_BULK_RUNS,
+        }
+    ),
+]
+
+
+class BulkIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+    runs: BulkItems = Field(max_length=MAX_BULK_RUNS)
+
+
+class BulkItemOut(Schema):
+    index: int
+    id: UUID
+    external_id: str | None
+    created: bool = Field(description="False when the external_id already named this run")
+    status: StatusChoice
+    evaluations: list[EvaluationOut]
+
+
+class BulkOut(Schema):
+    created: int
+    existing: int
+    items: list[BulkItemOut]
+
+
+class BulkErrorItem(Schema):
+    index: int | None
+    field: str | None
+    message: str
+
+
+# --- Synchronous scoring ----------------------------------------------------------------------
+
+
+class ScoreIn(RunPayload):
+    """A run payload plus how to score it and how long to wait."""
+
+    model_config = ConfigDict(extra="forbid")
+    criteria: list[CriterionIn] | str | None = Field(
+        default=None,
+        description="Inline criteria, a list or text (one per line); replaces the rubric's",
+    )
+    timeout: float = Field(default=30, gt=0, le=120, description="Seconds to wait for the result")
+
+    def run_payload(self) -> RunPayload:
+        return RunPayload.model_validate(self.model_dump(exclude={"criteria", "timeout"}))
+
+    def criteria_value(self) -> Any:
+        if isinstance(self.criteria, list):
+            return [c.model_dump() for c in self.criteria]
+        return self.criteria
+
+
+class ScoreOut(Schema):
+    status: StatusChoice = Field(description="succeeded, failed, or queued/running (timed out)")
+    passed: bool | None
+    score: float | None
+    reason: str
+    error: str
+    verdicts: list[VerdictOut]
+    alignment: AlignmentOut | None
+    evaluation_id: UUID = Field(description="The rubric evaluation (else the alignment one)")
+    evaluation_ids: list[UUID]
+    run_id: UUID
+
+
+def score_out(run: AgentRun, evaluations: list[Evaluation]) -> dict[str, Any]:
+    """The result an agent loop reads: the rubric evaluation decides passed/score/reason; an
+    alignment evaluation adds its breakdown. Status is the worst of the evaluations."""
+    rubric = next((e for e in evaluations if e.kind == Kind.RUBRIC), None)
+    alignment = next((e for e in evaluations if e.kind == Kind.ALIGNMENT), None)
+    primary = rubric or alignment
+    assert primary is not None
+    failed = next((e for e in evaluations if e.error and e.status == "failed"), None)
+    return {
+        "status": _overall_status([e.status for e in evaluations]),
+        "passed": primary.passed,
+        "score": primary.score,
+        "reason": primary.reason,
+        "error": failed.error if failed else "",
+        "verdicts": [_verdict(v) for v in rubric.verdicts.all()] if rubric else [],
+        "alignment": _alignment(alignment) if alignment else None,
+        "evaluation_id": primary.id,
+        "evaluation_ids": [e.id for e in evaluations],
+        "run_id": run.id,
+    }
+
+
+def _overall_status(statuses: list[str]) -> str:
+    for status in ("running", "queued", "failed", "cancelled"):
+        if status in statuses:
+            return status
+    return "succeeded"

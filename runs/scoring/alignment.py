@@ -1,0 +1,224 @@
+"""The prompt alignment scorer: four weighted dimensions per perspective (SCORING.md §2)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from .errors import ScoringInputError, pick_error
+from .judge import complete_json
+from .prompts import alignment_messages, alignment_schema, one_line
+from .sync import checked_scale, run_sync
+from .types import (
+    AlignmentMode,
+    AlignmentResult,
+    AlignmentWeights,
+    JudgeCall,
+    JudgeConfig,
+    Perspective,
+    PerspectiveAnswer,
+    PerspectiveResult,
+    Usage,
+    Weights,
+)
+
+# Lower bounds, inclusive: 0.9 is "excellent", 0.8999 "very good".
+BANDS: tuple[tuple[float, str], ...] = (
+    (0.9, "excellent"),
+    (0.8, "very good"),
+    (0.7, "good"),
+    (0.6, "moderate"),
+    (0.4, "poor"),
+    (0.0, "very poor"),
+)
+_DIMENSIONS = ("intent", "requirements", "completeness", "appropriateness")
+NOT_APPLICABLE = (
+    "System perspective not applicable (no system prompt): the score is the user perspective's."
+)
+
+
+def band_for(score: float) -> str:
+    """The band of a 0–1 weighted score.
+
+    Rounded to 9 decimals first, so a sum that is mathematically 0.7 but computes as
+    0.69999999999 lands in "good", as a person would expect.
+    """
+    rounded = round(score, 9)
+    return next((label for floor, label in BANDS if rounded >= floor), BANDS[-1][1])
+
+
+def weighted_score(answer: PerspectiveAnswer, weights: Weights) -> float:
+    """Σ dimension score × its weight, unrounded."""
+    return sum(getattr(answer, d).score * getattr(weights, d) for d in _DIMENSIONS)
+
+
+def _perspective(
+    name: Perspective, answer: PerspectiveAnswer, weights: Weights
+) -> PerspectiveResult:
+    return PerspectiveResult(
+        perspective=name,
+        intent=answer.intent,
+        requirements=answer.requirements,
+        completeness=answer.completeness,
+        appropriateness=answer.appropriateness,
+        overall_assessment=answer.overall_assessment,
+        weights=weights,
+        weighted_score=weighted_score(answer, weights),
+    )
+
+
+# --- Reason text ---------------------------------------------------------------------------------
+
+
+def _dimension_lines(p: PerspectiveResult) -> list[str]:
+    met = sum(r.fulfilled for r in p.requirements.requirements)
+    total = len(p.requirements.requirements)
+    fit = p.appropriateness
+    reasons = {
+        "intent": f"primary intent “{one_line(p.intent.primary_intent)}”, "
+        f"{'addressed' if p.intent.is_addressed else 'not addressed'}: {one_line(p.intent.reasoning)}",
+        "requirements": f"{met} of {total} requirements fulfilled",
+        "completeness": one_line(p.completeness.reasoning),
+        "appropriateness": f"format {'fits' if fit.format_aligned else 'does not fit'}, tone "
+        f"{'fits' if fit.tone_aligned else 'does not fit'}: {one_line(fit.reasoning)}",
+    }
+    lines = []
+    for d in _DIMENSIONS:
+        value, weight = getattr(p, d).score, getattr(p.weights, d)
+        lines.append(f"- {d.capitalize()} (weight {weight:.2f}): {value:.2f} — {reasons[d]}")
+    return lines
+
+
+def _gap_lines(p: PerspectiveResult) -> list[str]:
+    lines = [
+        f"- Unmet requirement: {one_line(r.requirement)} — {one_line(r.reasoning)}"
+        for r in p.requirements.requirements
+        if not r.fulfilled
+    ]
+    lines += [f"- Missing: {one_line(m)}" for m in p.completeness.missing_elements]
+    return lines
+
+
+def _perspective_lines(p: PerspectiveResult) -> list[str]:
+    header = f"{p.perspective.capitalize()} perspective: {p.weighted_score:.2f}"
+    overall = (
+        [f"- Overall: {one_line(p.overall_assessment)}"] if p.overall_assessment.strip() else []
+    )
+    return [header, *_dimension_lines(p), *_gap_lines(p), *overall]
+
+
+def alignment_reason(result: AlignmentResult, weights: AlignmentWeights) -> str:
+    """Score, band, every dimension (weight, value, reasoning), unmet requirements, gaps."""
+    lines = [
+        f"Alignment score {result.display_score:g} out of {result.scale:g} ({result.band}; "
+        f"weighted {result.weighted_score:.2f}, mode {result.mode})."
+    ]
+    if result.mode == "both" and result.system_applicable:
+        share = weights.user_share
+        lines.append(
+            f"Combined as {share:.2f} × user {result.user_score:.2f} + "
+            f"{1 - share:.2f} × system {result.system_score:.2f}."
+        )
+    for p in result.perspectives.values():
+        lines += _perspective_lines(p)
+    if result.mode == "both" and not result.system_applicable:
+        lines.append(NOT_APPLICABLE)
+    return "\n".join(lines)
+
+
+# --- The scorer ----------------------------------------------------------------------------------
+
+
+class AlignmentScorer:
+    """Scores how well an output aligns with the user's request and/or the system prompt."""
+
+    def __init__(
+        self,
+        judge: JudgeConfig,
+        mode: AlignmentMode = "both",
+        scale: float = 1,
+        weights: AlignmentWeights | None = None,
+    ) -> None:
+        if mode not in ("user", "system", "both"):
+            raise ValueError(f"mode must be 'user', 'system' or 'both', got {mode!r}")
+        self.judge = judge
+        self.mode: AlignmentMode = mode
+        self.scale = checked_scale(scale)
+        self.weights = weights or AlignmentWeights()
+
+    def score(self, **kwargs: Any) -> AlignmentResult:
+        """`ascore` for synchronous callers (not inside a running event loop)."""
+        return run_sync(lambda: self.ascore(**kwargs), "AlignmentScorer")
+
+    async def ascore(self, *, task: str, output: str, system: str | None = None) -> AlignmentResult:
+        """One judge call per perspective judged; both perspectives run concurrently."""
+        perspectives = self._perspectives(task, system)
+        outcomes = await asyncio.gather(
+            *(self._judge(p, task, system, output) for p in perspectives), return_exceptions=True
+        )
+        calls = [
+            c for o in outcomes for c in (o[1] if isinstance(o, tuple) else getattr(o, "calls", []))
+        ]
+        errors = [o for o in outcomes if isinstance(o, BaseException)]
+        if errors:
+            raise pick_error(errors, calls)
+        pairs = [o for o in outcomes if isinstance(o, tuple)]
+        return self._result({p.perspective: p for p, _ in pairs}, calls)
+
+    def _perspectives(self, task: str, system: str | None) -> list[Perspective]:
+        """Which perspectives to judge; raises ScoringInputError when one cannot be."""
+        if self.mode in ("user", "both") and not (task or "").strip():
+            raise ScoringInputError(
+                f"alignment mode {self.mode!r} judges the output against the user's request, "
+                "and this run has no user message: send the run's input messages with a user turn"
+            )
+        if self.mode == "system" and not (system or "").strip():
+            raise ScoringInputError(
+                "alignment mode 'system' judges the output against the system prompt, and this "
+                "run has none: send its system message, or use mode 'user' or 'both'"
+            )
+        if self.mode == "both":
+            return ["user", "system"] if (system or "").strip() else ["user"]
+        return [self.mode]
+
+    async def _judge(
+        self, perspective: Perspective, task: str, system: str | None, output: str
+    ) -> tuple[PerspectiveResult, list[JudgeCall]]:
+        answer, calls = await complete_json(
+            self.judge,
+            alignment_messages(perspective=perspective, task=task, system=system, output=output),
+            schema_name=f"alignment_{perspective}",
+            schema=alignment_schema(),
+            validate=PerspectiveAnswer.model_validate,
+        )
+        weights = self.weights.user if perspective == "user" else self.weights.system
+        return _perspective(perspective, answer, weights), calls
+
+    def _combined(self, results: dict[str, PerspectiveResult]) -> float:
+        user, system = results.get("user"), results.get("system")
+        if user and system:
+            share = self.weights.user_share
+            return share * user.weighted_score + (1 - share) * system.weighted_score
+        return (user or system).weighted_score  # type: ignore[union-attr]
+
+    def _result(
+        self, results: dict[str, PerspectiveResult], calls: list[JudgeCall]
+    ) -> AlignmentResult:
+        weighted = self._combined(results)
+        score = weighted * self.scale
+        result = AlignmentResult(
+            score=score,
+            display_score=round(score, 2),
+            weighted_score=weighted,
+            scale=self.scale,
+            user_score=results["user"].weighted_score if "user" in results else None,
+            system_score=results["system"].weighted_score if "system" in results else None,
+            system_applicable=self.mode != "user" and "system" in results,
+            mode=self.mode,
+            perspectives=results,
+            band=band_for(weighted),
+            reason="",
+            calls=calls,
+            usage=Usage.from_calls(calls),
+        )
+        return result.model_copy(update={"reason": alignment_reason(result, self.weights)})

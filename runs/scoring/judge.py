@@ -1,0 +1,467 @@
+# ruff: noqa: E402  (the environment must be set before litellm is imported)
+"""The only door to litellm: one JSON-answering judge call with retries, repair and accounting.
+
+`complete_json` asks for structured JSON, retries transient failures itself (honouring
+Retry-After, with capped backoff), re-asks a bounded number of times when the answer is invalid,
+and records every HTTP request as a `JudgeCall`. Failures come out classified (errors.py).
+
+litellm is configured once, at import: no telemetry, no callbacks, no message logging, and the
+local price map (no network). Two measured per-call costs of `litellm.acompletion` are removed
+for our calls only; see `_fast_path` (bench/judge_overhead.py prints the effect).
+"""
+
+from __future__ import annotations
+
+import os
+
+# Before litellm is imported: it would otherwise fetch its price map over the network.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import asyncio
+import contextlib
+import random
+import re
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextvars import ContextVar
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, TypeVar
+
+import litellm
+import litellm.main
+
+from .answers import describe_problem, parse_json, repair_request, with_schema_in_prompt
+from .errors import InvalidJudgeOutput, PermanentJudgeError, TransientJudgeError
+from .types import JudgeCall, JudgeConfig
+
+T = TypeVar("T")
+
+NO_MODEL_MESSAGE = (
+    "no judge model configured: set EVALSITE_JUDGE_MODEL to any litellm model string "
+    "(e.g. openai/gpt-4o-mini), or EVALSITE_JUDGE_API_BASE for an OpenAI-compatible local "
+    "server, or set the rubric's judge model"
+)
+BACKOFF_BASE_S = 0.5
+# Longest wait the engine sleeps through itself; a judge asking for more gets the error back
+# with retry_after, so a Celery task can reschedule instead of holding a worker thread.
+BACKOFF_CAP_S = 10.0
+# A bad answer is echoed back in the repair request; a runaway one is cut to keep it cheap.
+MAX_ECHO_CHARS = 8000
+
+
+def _configure_litellm() -> None:
+    litellm.telemetry = False
+    litellm.suppress_debug_info = True
+    litellm.turn_off_message_logging = True
+    for name in (
+        "callbacks",
+        "success_callback",
+        "failure_callback",
+        "input_callback",
+        "service_callback",
+        "_async_success_callback",
+        "_async_failure_callback",
+        "_async_input_callback",
+    ):
+        setattr(litellm, name, [])
+
+
+_configure_litellm()
+
+
+# --- Fast path ---------------------------------------------------------------------------------
+#
+# Profiling 2,000 calls at 32 in flight against the fake judge showed two avoidable costs inside
+# litellm.acompletion, together about a third of its CPU time per call:
+#  1. success/failure logging: every call builds a standard logging payload (and prices the
+#     call again) on litellm's logging worker even with no callback registered. litellm skips
+#     all of it for calls marked internal (`internal_sub_call`); we register no callbacks, so
+#     nothing is lost.
+#  2. a thread hop: litellm runs its synchronous request setup (pure CPU for OpenAI-compatible
+#     providers) in the loop's default executor. Under load the GIL hand-offs between that
+#     thread and the event loop cost more than the setup itself. `_InlineSetupExecutor` runs
+#     exactly that setup function inline, only when our call asked for it, and behaves as the
+#     stock default executor for everything else (DNS lookups, to_thread, ...).
+
+try:
+    from litellm._internal_context import internal_sub_call as _unlogged
+except ImportError:  # pragma: no cover - a litellm without it just logs more
+    _unlogged = contextlib.nullcontext  # type: ignore[assignment]
+
+_INLINE_SETUP: ContextVar[bool] = ContextVar("evalsite_judge_inline_setup", default=False)
+# Providers whose litellm request setup does no I/O (no credential refresh, no file reads).
+_INLINE_PROVIDERS = frozenset({"openai"})
+_inline_ok_by_model: dict[tuple[str, str | None], bool] = {}
+
+
+def _is_litellm_setup(fn: Any) -> bool:
+    """True for litellm's `partial(ctx.run, partial(completion, ...))` setup job."""
+    inner = fn.args[0] if isinstance(fn, partial) and fn.args else None
+    return isinstance(inner, partial) and inner.func is litellm.main.completion
+
+
+class _InlineSetupExecutor(ThreadPoolExecutor):
+    """The loop's default executor, except that it runs our calls' litellm setup inline."""
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future:  # type: ignore[override]
+        if not (_INLINE_SETUP.get() and _is_litellm_setup(fn)):
+            return super().submit(fn, *args, **kwargs)
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # as a worker thread would: hand everything to the caller
+            future.set_exception(exc)
+        return future
+
+
+def _install_inline_setup(loop: asyncio.AbstractEventLoop) -> bool:
+    """Make sure the loop's default executor is ours; False when the loop already has another."""
+    current = getattr(loop, "_default_executor", False)
+    if current is None:  # asyncio creates its default lazily; we create ours in its place
+        loop.set_default_executor(_InlineSetupExecutor(thread_name_prefix="asyncio"))
+        return True
+    return isinstance(current, _InlineSetupExecutor)
+
+
+def _inline_ok(config: JudgeConfig) -> bool:
+    key = (config.model, config.api_base)
+    if key not in _inline_ok_by_model:
+        try:
+            provider = litellm.get_llm_provider(config.model, api_base=config.api_base)[1]
+        except Exception:  # noqa: BLE001 - litellm will report the bad model itself
+            provider = None
+        _inline_ok_by_model[key] = provider in _INLINE_PROVIDERS
+    return _inline_ok_by_model[key] and _install_inline_setup(asyncio.get_running_loop())
+
+
+@contextlib.contextmanager
+def _fast_path(config: JudgeConfig) -> Iterator[None]:
+    token = _INLINE_SETUP.set(True) if _inline_ok(config) else None
+    try:
+        with _unlogged():
+            yield
+    finally:
+        if token is not None:
+            _INLINE_SETUP.reset(token)
+
+
+# --- Model facts (cached: litellm's lookups are slow for models it does not know) --------------
+
+_schema_support: dict[str, bool] = {}
+_priced: dict[str, bool] = {}
+
+
+def _model_info(model: str) -> dict[str, Any] | None:
+    try:
+        return dict(litellm.get_model_info(model))
+    except Exception:  # noqa: BLE001 - not in litellm's map
+        return None
+
+
+def _uses_json_schema(config: JudgeConfig) -> bool:
+    """json_schema unless "auto" and litellm knows the model and knows it lacks schema support."""
+    if config.structured_output != "auto":
+        return config.structured_output == "json_schema"
+    if config.model not in _schema_support:
+        known = _model_info(config.model) is not None
+        try:
+            lacks = known and not litellm.supports_response_schema(model=config.model)
+        except Exception:  # noqa: BLE001
+            lacks = False
+        _schema_support[config.model] = not lacks
+    return _schema_support[config.model]
+
+
+def _is_priced(model: str) -> bool:
+    if model not in _priced:
+        info = _model_info(model) or {}
+        _priced[model] = info.get("input_cost_per_token") is not None
+    return _priced[model]
+
+
+def _cost(model: str, response: Any, prompt_tokens: int | None, completion_tokens: int | None):
+    if not _is_priced(model):
+        return None
+    hidden = getattr(response, "_hidden_params", None) or {}
+    known = hidden.get("response_cost") if isinstance(hidden, dict) else None
+    if isinstance(known, int | float):
+        return float(known)
+    try:
+        prompt_cost, completion_cost = litellm.cost_per_token(
+            model=model, prompt_tokens=prompt_tokens or 0, completion_tokens=completion_tokens or 0
+        )
+        return float(prompt_cost + completion_cost)
+    except Exception:  # noqa: BLE001 - a price lookup must never fail a verdict
+        return None
+
+
+# --- Failure classification --------------------------------------------------------------------
+
+_NOISE = re.compile(r"^(?:litellm\.\w+:\s*)?(?:\w+Error:\s*)?(?:\w+Exception\s*-\s*)?")
+_AUTH_HELP = "set EVALSITE_JUDGE_API_KEY or the rubric's judge api_key"
+
+
+def _detail(exc: Exception) -> str:
+    """The provider's own words, without litellm's prefixes, on one line, capped."""
+    text = str(getattr(exc, "message", None) or exc)
+    text = " ".join(_NOISE.sub("", text.strip()).split())
+    return text[:300] or type(exc).__name__
+
+
+def _header(headers: Any, name: str) -> str | None:
+    try:
+        items = headers.items()
+    except AttributeError:
+        return None
+    return next((str(v) for k, v in items if str(k).lower() == name), None)
+
+
+def _seconds(value: str) -> float | None:
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:  # Retry-After may also be an HTTP date
+        from email.utils import parsedate_to_datetime
+
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+def retry_after_of(exc: Exception) -> float | None:
+    """Retry-After (or retry-after-ms) from the error's response headers, in seconds."""
+    response = getattr(exc, "response", None)
+    for headers in (
+        getattr(response, "headers", None),
+        getattr(exc, "litellm_response_headers", None),
+        getattr(exc, "headers", None),
+    ):
+        if not headers:
+            continue
+        millis = _header(headers, "retry-after-ms")
+        if millis is not None and (value := _seconds(millis)) is not None:
+            return value / 1000
+        plain = _header(headers, "retry-after")
+        if plain is not None and (value := _seconds(plain)) is not None:
+            return value
+    return None
+
+
+def _transient(
+    exc: Exception, config: JudgeConfig, status: int | None
+) -> TransientJudgeError | None:
+    where = config.api_base or "the provider's endpoint"
+    if isinstance(exc, litellm.Timeout):
+        return TransientJudgeError(
+            f"judge did not answer within {config.timeout:g}s (timeout): raise the judge timeout "
+            f"or check that {where} is responsive"
+        )
+    if isinstance(exc, litellm.RateLimitError) or status == 429:
+        retry_after = retry_after_of(exc)
+        hint = f", asks to retry after {retry_after:g}s" if retry_after is not None else ""
+        return TransientJudgeError(
+            f"judge rate-limited the request (429{hint}): {_detail(exc)}", retry_after=retry_after
+        )
+    if isinstance(exc, litellm.APIConnectionError) and status in (None, 500):
+        return TransientJudgeError(
+            f"could not reach the judge at {where}: {_detail(exc)}; is it running, and is the "
+            "api_base right?"
+        )
+    if status is not None and (status >= 500 or status in (408, 409)):
+        return TransientJudgeError(f"judge server error ({status}): {_detail(exc)}")
+    return None
+
+
+def _permanent(exc: Exception, config: JudgeConfig, status: int | None) -> PermanentJudgeError:
+    detail = _detail(exc)
+    if isinstance(exc, litellm.ContextWindowExceededError):
+        return PermanentJudgeError(
+            f"the prompt does not fit the judge model's context window ({detail}): use a judge "
+            "model with a larger context"
+        )
+    if isinstance(exc, litellm.AuthenticationError) or status == 401:
+        return PermanentJudgeError(f"judge rejected the API key (401) — {_AUTH_HELP} ({detail})")
+    if isinstance(exc, litellm.PermissionDeniedError) or status == 403:
+        return PermanentJudgeError(
+            f"judge refused access (403) to model {config.model!r}: check that the API key may "
+            f"use this model ({detail})"
+        )
+    if isinstance(exc, litellm.NotFoundError) or status == 404:
+        return PermanentJudgeError(
+            f"judge model {config.model!r} not found (404) at "
+            f"{config.api_base or 'its provider'}: check the litellm model string and the "
+            f"api_base ({detail})"
+        )
+    if isinstance(exc, litellm.BadRequestError) or status in (400, 422):
+        return PermanentJudgeError(
+            f"judge rejected the request ({status or 400}): {detail}; check the judge model "
+            "string and its parameters (temperature, max_tokens, extra)"
+        )
+    return PermanentJudgeError(f"judge call failed: {type(exc).__name__}: {detail}")
+
+
+def classify_exception(
+    exc: Exception, config: JudgeConfig
+) -> TransientJudgeError | PermanentJudgeError:
+    """Transient (worth retrying later) or permanent, with a message a person can act on."""
+    status = getattr(exc, "status_code", None)
+    status = status if isinstance(status, int) else None
+    return _transient(exc, config, status) or _permanent(exc, config, status)
+
+
+# --- One HTTP request --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Answer:
+    content: str
+    finish_reason: str | None
+
+
+def _request_kwargs(config: JudgeConfig, messages: list[dict], response_format: dict) -> dict:
+    kwargs: dict[str, Any] = dict(config.extra)
+    kwargs.update(
+        model=config.model,
+        messages=messages,
+        timeout=config.timeout,
+        num_retries=0,  # retries are ours, with Retry-After and a cap
+        response_format=response_format,
+    )
+    optional = {
+        "api_base": config.api_base,
+        "api_key": config.api_key,
+        "temperature": config.temperature,
+        "max_tokens": config.max_tokens,
+    }
+    kwargs.update({k: v for k, v in optional.items() if v is not None})
+    return kwargs
+
+
+def _read(response: Any) -> tuple[str, str | None, int | None, int | None]:
+    choice = response.choices[0]
+    usage = getattr(response, "usage", None)
+    return (
+        choice.message.content or "",
+        getattr(choice, "finish_reason", None),
+        getattr(usage, "prompt_tokens", None),
+        getattr(usage, "completion_tokens", None),
+    )
+
+
+async def _call_once(
+    config: JudgeConfig, messages: list[dict], response_format: dict, calls: list[JudgeCall]
+) -> _Answer:
+    started = time.perf_counter()
+    try:
+        with _fast_path(config):
+            response = await litellm.acompletion(
+                **_request_kwargs(config, messages, response_format)
+            )
+    except Exception as exc:
+        error = classify_exception(exc, config)
+        latency = (time.perf_counter() - started) * 1000
+        calls.append(
+            JudgeCall(model=config.model, messages=messages, error=str(error), latency_ms=latency)
+        )
+        error.calls = list(calls)
+        raise error from exc
+    latency = (time.perf_counter() - started) * 1000
+    content, finish_reason, prompt_tokens, completion_tokens = _read(response)
+    calls.append(
+        JudgeCall(
+            model=config.model,
+            messages=messages,
+            raw_response=content,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            cost=_cost(config.model, response, prompt_tokens, completion_tokens),
+            latency_ms=latency,
+        )
+    )
+    return _Answer(content, finish_reason)
+
+
+def _retry_delay(attempt: int, retry_after: float | None) -> float | None:
+    """Seconds to wait before retry number `attempt + 1`; None when the judge wants too long."""
+    if retry_after is not None and retry_after > BACKOFF_CAP_S:
+        return None
+    # Jitter spreads out the retries of many calls that were rate-limited together.
+    backoff = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempt * random.uniform(1.0, 1.25))
+    return max(retry_after or 0.0, backoff)
+
+
+async def _call_with_retries(
+    config: JudgeConfig, messages: list[dict], response_format: dict, calls: list[JudgeCall]
+) -> _Answer:
+    for attempt in range(config.retries + 1):
+        try:
+            return await _call_once(config, messages, response_format, calls)
+        except TransientJudgeError as exc:
+            delay = _retry_delay(attempt, exc.retry_after)
+            if attempt == config.retries or delay is None:
+                tries = attempt + 1
+                raise TransientJudgeError(
+                    f"{exc.message} (gave up after {tries} attempt{'s' if tries > 1 else ''})",
+                    retry_after=exc.retry_after,
+                    calls=calls,
+                ) from exc
+            await asyncio.sleep(delay)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+# --- The call with repair ----------------------------------------------------------------------
+
+
+def _response_format(config: JudgeConfig, name: str, schema: dict) -> dict:
+    if _uses_json_schema(config):
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": name, "schema": schema, "strict": True},
+        }
+    return {"type": "json_object"}
+
+
+async def complete_json(
+    config: JudgeConfig,
+    messages: list[dict],
+    *,
+    schema_name: str,
+    schema: dict,
+    validate: Callable[[Any], T],
+) -> tuple[T, list[JudgeCall]]:
+    """Ask the judge; return `validate(parsed JSON answer)` and the calls it took.
+
+    `validate` raises ValueError (a pydantic ValidationError is one) saying what is wrong; the
+    judge is then re-asked up to `config.repair_retries` times with its answer and that reason.
+    Raises PermanentJudgeError (no model, 4xx), TransientJudgeError (after `config.retries`
+    retries) or InvalidJudgeOutput; each carries the calls made.
+    """
+    if not (config.model or "").strip():
+        raise PermanentJudgeError(NO_MODEL_MESSAGE)
+    response_format = _response_format(config, schema_name, schema)
+    prompt = (
+        messages
+        if response_format["type"] == "json_schema"
+        else with_schema_in_prompt(messages, schema)
+    )
+    calls: list[JudgeCall] = []
+    problem = ""
+    for _ in range(config.repair_retries + 1):
+        answer = await _call_with_retries(config, prompt, response_format, calls)
+        try:
+            return validate(parse_json(answer.content)), calls
+        except ValueError as exc:
+            problem = describe_problem(exc)
+            if answer.finish_reason == "length":
+                problem += " (the answer was cut off at max_tokens: raise the judge's max_tokens)"
+            calls[-1].error = f"invalid judge output: {problem}"
+        echo = {"role": "assistant", "content": answer.content[:MAX_ECHO_CHARS]}
+        prompt = [*prompt, echo, repair_request(problem)]
+    attempts = config.repair_retries + 1
+    raise InvalidJudgeOutput(
+        f"judge output invalid after {attempts} attempt{'s' if attempts > 1 else ''}: {problem}",
+        calls=calls,
+    )

@@ -1,0 +1,283 @@
+"""The rubric scorer: binary verdicts per criterion, gated into pass / fail (SCORING.md §1)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Literal
+
+from .errors import JudgeError, ScoringInputError, pick_error
+from .judge import complete_json
+from .keys import verdict_key
+from .prompts import one_line, rubric_messages, rubric_schema
+from .sync import checked_scale, run_sync
+from .text import coerce_criteria, resolve_criteria
+from .types import (
+    CriteriaSource,
+    Criterion,
+    JudgeCall,
+    JudgeConfig,
+    PriorVerdict,
+    RubricResult,
+    Usage,
+    Verdict,
+)
+
+Strategy = Literal["batched", "independent"]
+# Ids the judge sees verbatim; any other id (spaces, brackets...) is replaced by a positional
+# label in the prompt so it cannot break the one-criterion-per-line protocol.
+_SAFE_LABEL = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+
+NO_RUBRIC_REASON = (
+    "No rubric applied: no criteria were configured, and the run's request context, metadata "
+    "and input carry no rubric, so nothing was judged."
+)
+
+
+@dataclass(frozen=True)
+class _Judged:
+    verdicts: dict[str, tuple[bool, str]]  # criterion id -> (satisfied, reasoning)
+    overall: str | None
+    calls: list[JudgeCall]
+
+
+# --- Validating the judge's answer (fail-closed) -------------------------------------------------
+
+
+def _verdict_fields(index: int, item: Any) -> tuple[str, bool, str]:
+    if not isinstance(item, dict):
+        raise ValueError(f"verdict {index} is not an object")
+    label, satisfied, reasoning = (item.get(k) for k in ("criterion_id", "satisfied", "reasoning"))
+    if not isinstance(label, str):
+        raise ValueError(f"verdict {index} has no criterion_id string")
+    if type(satisfied) is not bool:
+        raise ValueError(
+            f"verdict for criterion {label}: satisfied must be true or false, not {satisfied!r}"
+        )
+    if not isinstance(reasoning, str):
+        raise ValueError(f"verdict for criterion {label}: reasoning must be a string")
+    return label, satisfied, reasoning
+
+
+def validate_verdicts(
+    data: Any, *, asked: Mapping[str, str]
+) -> tuple[dict[str, tuple[bool, str]], str | None]:
+    """Exactly one well-formed verdict per asked label (label -> description), nothing else."""
+    if not isinstance(data, dict) or not isinstance(data.get("verdicts"), list):
+        raise ValueError('the answer must be a JSON object with a "verdicts" list')
+    found: dict[str, tuple[bool, str]] = {}
+    for index, item in enumerate(data["verdicts"]):
+        label, satisfied, reasoning = _verdict_fields(index, item)
+        if label not in asked:
+            raise ValueError(f"judge answered for criterion {label!r}, which was not asked")
+        if label in found:
+            raise ValueError(f"judge answered twice for criterion {label}")
+        found[label] = (satisfied, reasoning)
+    missing = [label for label in asked if label not in found]
+    if missing:
+        noun = "criterion" if len(missing) == 1 else "criteria"
+        named = ", ".join(f"{label} ({one_line(asked[label])[:60]})" for label in missing)
+        raise ValueError(f"judge answered no verdict for {noun} {named}")
+    overall = data.get("overall_assessment")
+    if overall is not None and not isinstance(overall, str):
+        raise ValueError("overall_assessment must be a string")
+    return found, overall or None
+
+
+def _labels(batch: list[Criterion]) -> dict[str, Criterion]:
+    ids = [str(c.id) for c in batch]
+    if all(_SAFE_LABEL.match(i) for i in ids):
+        return dict(zip(ids, batch, strict=True))
+    return {f"k{n}": c for n, c in enumerate(batch, start=1)}
+
+
+# --- Reason text ---------------------------------------------------------------------------------
+
+
+def _gating(verdicts: list[Verdict]) -> list[Verdict]:
+    """The required verdicts; every verdict when none is required."""
+    required = [v for v in verdicts if v.required]
+    return required or list(verdicts)
+
+
+def _count(n: int, total: int, all_optional: bool) -> str:
+    noun = "criterion" if total == 1 else "criteria"
+    kind = "" if all_optional else "required "
+    return f"{n} of {total} {kind}{noun}"
+
+
+def rubric_reason(verdicts: list[Verdict], passed: bool, overall: str | None) -> str:
+    """The feedback an agent loop shows the agent: header from `passed`, one line per criterion."""
+    gating = _gating(verdicts)
+    all_optional = not any(v.required for v in verdicts)
+    unmet = sum(not v.satisfied for v in gating)
+    gates_note = " (none is marked required, so every criterion counts)" if all_optional else ""
+    if passed:
+        lines = [
+            f"Rubric satisfied: {_count(len(gating), len(gating), all_optional)} met{gates_note}."
+        ]
+    else:
+        lines = ["Rubric not satisfied."]
+    for v in verdicts:
+        mark = "✅" if v.satisfied else "❌"
+        kind = "required" if v.required else "optional"
+        lines.append(f"{mark} ({kind}) {one_line(v.description)} — {one_line(v.reasoning)}")
+    if overall:
+        lines.append(f"Overall assessment: {overall.strip()}")
+    if not passed:
+        lines.append(f"{_count(unmet, len(gating), all_optional)} not met{gates_note}.")
+    return "\n".join(lines)
+
+
+# --- The scorer ----------------------------------------------------------------------------------
+
+
+class RubricScorer:
+    """Scores a run against binary criteria with an LLM judge.
+
+    `criteria` (text or a list) is the configured rubric; when it has none, the run's own
+    `rubric` value is used (see `resolve_criteria`). `scale` multiplies the 0/1 score.
+    """
+
+    def __init__(
+        self,
+        judge: JudgeConfig,
+        criteria: Any = None,
+        scale: float = 1,
+        strategy: Strategy = "batched",
+    ) -> None:
+        if strategy not in ("batched", "independent"):
+            raise ValueError(f"strategy must be 'batched' or 'independent', got {strategy!r}")
+        self.judge = judge
+        self.criteria = coerce_criteria(criteria)
+        self.scale = checked_scale(scale)
+        self.strategy = strategy
+
+    def score(self, **kwargs: Any) -> RubricResult:
+        """`ascore` for synchronous callers (not inside a running event loop)."""
+        return run_sync(lambda: self.ascore(**kwargs), "RubricScorer")
+
+    async def ascore(
+        self,
+        *,
+        task: str,
+        output: str,
+        system: str | None = None,
+        request_context: Any = None,
+        metadata: Any = None,
+        input: Any = None,  # noqa: A002 - the run's field is called input
+        reuse: Mapping[str, PriorVerdict] | None = None,
+    ) -> RubricResult:
+        """Judge the output; verdicts whose key is in `reuse` are taken from there, not asked."""
+        criteria, source = self._resolve(request_context, metadata, input)
+        if not criteria:
+            return self._no_rubric()
+        keys = {
+            str(c.id): verdict_key(self.judge, c.description, task, system, output)
+            for c in criteria
+        }
+        reuse = reuse or {}
+        pending = [c for c in criteria if keys[str(c.id)] not in reuse]
+        judged = (
+            await self._judge(pending, task, system, output) if pending else _Judged({}, None, [])
+        )
+        verdicts = [self._verdict(c, keys[str(c.id)], judged, reuse) for c in criteria]
+        return self._result(verdicts, judged, source)
+
+    def _resolve(
+        self, request_context: Any, metadata: Any, input: Any
+    ) -> tuple[list[Criterion], CriteriaSource]:  # noqa: A002
+        try:
+            return resolve_criteria(self.criteria, request_context, metadata, input)
+        except ValueError as exc:
+            raise ScoringInputError(str(exc)) from exc
+
+    def _no_rubric(self) -> RubricResult:
+        # SCORING.md says "score 1, passed: true". We return scale × 1, so that for every
+        # result score == scale exactly when passed (with scale 1, that is the spec's 1).
+        return RubricResult(
+            passed=True,
+            score=self.scale,
+            reason=NO_RUBRIC_REASON,
+            verdicts=[],
+            criteria_source="none",
+        )
+
+    async def _judge(
+        self, pending: list[Criterion], task: str, system: str | None, output: str
+    ) -> _Judged:
+        if self.strategy == "batched":
+            return await self._judge_batch(pending, task, system, output)
+        outcomes = await asyncio.gather(
+            *(self._judge_batch([c], task, system, output) for c in pending), return_exceptions=True
+        )
+        calls = [
+            call
+            for o in outcomes
+            for call in (o.calls if isinstance(o, _Judged | JudgeError) else [])
+        ]
+        errors = [o for o in outcomes if isinstance(o, BaseException)]
+        if errors:
+            raise pick_error(errors, calls)
+        judged = [o for o in outcomes if isinstance(o, _Judged)]
+        merged = {cid: v for j in judged for cid, v in j.verdicts.items()}
+        # One overall assessment per criterion says nothing the reasonings do not.
+        overall = judged[0].overall if len(judged) == 1 else None
+        return _Judged(merged, overall, calls)
+
+    async def _judge_batch(
+        self, batch: list[Criterion], task: str, system: str | None, output: str
+    ) -> _Judged:
+        labelled = _labels(batch)
+        asked = {label: c.description for label, c in labelled.items()}
+        messages = rubric_messages(
+            task=task, system=system, output=output, criteria=list(asked.items())
+        )
+        (found, overall), calls = await complete_json(
+            self.judge,
+            messages,
+            schema_name="rubric_verdicts",
+            schema=rubric_schema(list(asked)),
+            validate=partial(validate_verdicts, asked=asked),
+        )
+        return _Judged({str(labelled[label].id): v for label, v in found.items()}, overall, calls)
+
+    @staticmethod
+    def _verdict(
+        c: Criterion, key: str, judged: _Judged, reuse: Mapping[str, PriorVerdict]
+    ) -> Verdict:
+        base = {
+            "criterion_id": str(c.id),
+            "description": c.description,
+            "required": c.required,
+            "key": key,
+        }
+        prior = reuse.get(key)
+        if prior is not None and str(c.id) not in judged.verdicts:
+            return Verdict(
+                **base,
+                satisfied=prior.satisfied,
+                reasoning=prior.reasoning,
+                reused=True,
+                reused_from=prior.source_id,
+            )
+        satisfied, reasoning = judged.verdicts[str(c.id)]
+        return Verdict(**base, satisfied=satisfied, reasoning=reasoning)
+
+    def _result(
+        self, verdicts: list[Verdict], judged: _Judged, source: CriteriaSource
+    ) -> RubricResult:
+        passed = all(v.satisfied for v in _gating(verdicts))
+        return RubricResult(
+            passed=passed,
+            score=self.scale * (1.0 if passed else 0.0),
+            reason=rubric_reason(verdicts, passed, judged.overall),
+            verdicts=verdicts,
+            overall=judged.overall,
+            criteria_source=source,
+            calls=judged.calls,
+            usage=Usage.from_calls(judged.calls),
+        )

@@ -1,0 +1,223 @@
+"""Turning rubric text and run messages into the plain values the scorers take.
+
+Pure functions: the rubric editor's paste box, the API and the scorers share them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from .types import CriteriaSource, Criterion
+
+# One leading list marker, which only counts when whitespace follows it: that rule keeps
+# "1.5 GB limit respected" and "*emphasis* text" intact. Checkboxes come first so "- [ ] x"
+# loses the whole "- [ ]" rather than just the dash.
+_MARKER = re.compile(
+    r"""^(?:
+        [-*+•]\s+\[[ xX]\]      # - [ ] / - [x] checkbox
+      | [-*+•]                  # bullet
+      | \d{1,9}[.)]             # 1.  1)
+      | [A-Za-z][)]             # a)
+      | \(\d{1,9}\)             # (1)
+    )(?=\s)""",
+    re.VERBOSE,
+)
+_HEADING = re.compile(r"^#{1,6}(?:\s|$)")
+_TAG = re.compile(r"^(?:\[(optional|required)\]|\((optional|required)\))\s*", re.IGNORECASE)
+_TEXT_PART_TYPES = {None, "text", "input_text", "output_text"}
+
+
+def _criterion_from_line(line: str) -> Criterion | None:
+    text = line.strip()
+    if not text or _HEADING.match(text):
+        return None
+    text = _MARKER.sub("", text, count=1).strip()
+    required = True
+    tag = _TAG.match(text)
+    if tag:
+        required = (tag.group(1) or tag.group(2)).lower() == "required"
+        text = text[tag.end() :].strip()
+    return Criterion(description=text, required=required) if text else None
+
+
+def _with_positional_ids(criteria: list[Criterion]) -> list[Criterion]:
+    """Give id-less criteria "c<position>" (1-based); a clash with an explicit id is an error."""
+    explicit = [c.id for c in criteria if c.id is not None]
+    if len(explicit) != len(set(explicit)):
+        duplicate = next(i for i in explicit if explicit.count(i) > 1)
+        raise ValueError(f"criterion id {duplicate!r} is used twice")
+    out = []
+    for position, criterion in enumerate(criteria, start=1):
+        if criterion.id is None:
+            new_id = f"c{position}"
+            if new_id in explicit:
+                raise ValueError(
+                    f"criterion {position} has no id and its positional id {new_id!r} "
+                    "is already taken by another criterion; give it an explicit id"
+                )
+            criterion = criterion.model_copy(update={"id": new_id})
+        out.append(criterion)
+    return out
+
+
+def parse_criteria(text: str) -> list[Criterion]:
+    """Parse newline-separated criteria (the "text form" of SCORING.md).
+
+    Per line: one leading list marker (followed by whitespace) is removed, blank lines and
+    Markdown headings are dropped, a leading [optional]/(optional) tag makes the criterion
+    optional ([required] is accepted). Ids are "c1", "c2", ... by position.
+    """
+    parsed = (_criterion_from_line(line) for line in text.splitlines())
+    return _with_positional_ids([c for c in parsed if c is not None])
+
+
+def _criterion_from_item(index: int, item: Any) -> Criterion:
+    if isinstance(item, Criterion):
+        return item
+    if isinstance(item, str):
+        item = {"description": item}
+    if not isinstance(item, Mapping):
+        raise ValueError(
+            f"criterion {index}: expected an object or a string, got {type(item).__name__}"
+        )
+    description = item.get("description")
+    if not isinstance(description, str):
+        raise ValueError(f"criterion {index}: description must be a string")
+    if not description.strip():
+        raise ValueError(f"criterion {index}: description must not be blank")
+    raw_id = item.get("id")
+    return Criterion(
+        id=None if raw_id is None else str(raw_id),
+        description=description.strip(),
+        required=item.get("required") is not False,
+    )
+
+
+def coerce_criteria(value: Any) -> list[Criterion]:
+    """Criteria from text, a list of objects / strings / `Criterion`s, or None (no criteria).
+
+    Objects need a string `description`; `required` defaults to true and only an explicit
+    false makes a criterion optional. Raises ValueError naming the offending (0-based) index.
+    """
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return parse_criteria(value)
+    if isinstance(value, list | tuple):
+        return _with_positional_ids([_criterion_from_item(i, v) for i, v in enumerate(value)])
+    raise ValueError(f"criteria must be text or a list, got {type(value).__name__}")
+
+
+def _is_blank(value: Any) -> bool:
+    return (
+        value is None
+        or (isinstance(value, str | list | tuple) and not value)
+        or (isinstance(value, str) and not value.strip())
+    )
+
+
+def _rubric_value(container: Any) -> Any:
+    return container.get("rubric") if isinstance(container, Mapping) else None
+
+
+def resolve_criteria(
+    configured: Any,
+    request_context: Any = None,
+    metadata: Any = None,
+    input: Any = None,  # noqa: A002 - the run's field is called input
+) -> tuple[list[Criterion], CriteriaSource]:
+    """Where a run's criteria come from (SCORING.md "Where criteria come from").
+
+    The configured rubric wins when it has at least one criterion; otherwise the `rubric` value
+    of the request context, then of the metadata, then of the input object. Empty or blank
+    values (and text with no criterion in it) count as absent. Raises ValueError for a present
+    value that is not valid criteria.
+    """
+    candidates: list[tuple[CriteriaSource, Any]] = [
+        ("configured", configured),
+        ("request_context", _rubric_value(request_context)),
+        ("metadata", _rubric_value(metadata)),
+        ("input", _rubric_value(input)),
+    ]
+    for source, value in candidates:
+        if _is_blank(value):
+            continue
+        try:
+            criteria = coerce_criteria(value)
+        except ValueError as exc:
+            raise ValueError(f"the rubric in the run's {source.replace('_', ' ')}: {exc}") from exc
+        if criteria:
+            return criteria, source
+    return [], "none"
+
+
+# --- Run messages ------------------------------------------------------------------------------
+
+
+def content_text(content: Any) -> str:
+    """Text of a message content: a string, or OpenAI-style parts whose text parts are joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [
+            part["text"]
+            for part in content
+            if isinstance(part, Mapping)
+            and isinstance(part.get("text"), str)
+            and part.get("type") in _TEXT_PART_TYPES
+        ]
+        return "\n".join(texts)
+    return ""
+
+
+def _message_text(message: Any) -> str:
+    if isinstance(message, str):
+        return message
+    if isinstance(message, Mapping):
+        text = content_text(message.get("content"))
+        return text or content_text(message.get("text"))
+    return ""
+
+
+def _role(message: Any, default: str) -> str:
+    return str(message.get("role") or default) if isinstance(message, Mapping) else default
+
+
+def _as_list(messages: Any) -> list[Any]:
+    if messages is None:
+        return []
+    if isinstance(messages, str | Mapping):
+        return [messages]
+    return list(messages)
+
+
+def task_text(messages: Any) -> str:
+    """The first user message's text ("" when there is none). Plain strings count as user turns."""
+    for message in _as_list(messages):
+        if _role(message, "user") == "user":
+            return _message_text(message)
+    return ""
+
+
+def system_text(messages: Any) -> str:
+    """Every non-empty system (or developer) message, joined by a blank line."""
+    texts = (
+        _message_text(m).strip()
+        for m in _as_list(messages)
+        if _role(m, "user") in ("system", "developer")
+    )
+    return "\n\n".join(t for t in texts if t)
+
+
+def output_text(output: Any) -> str:
+    """The output string, or the last assistant message with non-empty text in a list of them."""
+    if isinstance(output, str):
+        return output
+    for message in reversed(_as_list(output)):
+        if _role(message, "assistant") == "assistant":
+            text = _message_text(message)
+            if text.strip():
+                return text
+    return ""

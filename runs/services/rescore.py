@@ -1,0 +1,602 @@
+"""Re-scoring: batches of new rubric evaluations over stored runs.
+
+A batch re-judges a set of runs (one run, a list, or the runs list's filters) against a rubric
+version (the current one unless named), optionally with another judge model. It never changes
+old evaluations: it adds new ones, which reuse every stored verdict whose key still matches
+(SCORING.md "Verdict reuse"; done by services.execute) unless the batch is forced.
+
+Lifecycle: ``queued`` → ``running`` (its first evaluations are released) → ``completed``,
+``completed_with_failures`` or ``cancelled``; ``finished_at`` is set once no evaluation of the
+batch is pending, and the webhook (if any) fires then, once.
+
+Fairness: a batch's evaluations are created *held* (``Evaluation.held``): not in the broker.
+The dispatcher releases at most ``batch.window`` (EVALSITE_BATCH_WINDOW at creation) of a
+batch's evaluations at a time and tops the
+batch up whenever one of its evaluations ends, so every active batch keeps the same number of
+messages in flight: batches interleave with each other and with freshly ingested runs (which
+go straight to the broker) instead of being served first-come. The sweeper never sends held
+rows; it calls ``batches_sweep`` to refill windows and end batches a dead worker left behind.
+
+Concurrency: creating evaluations relies on the ``evaluation_one_pending_per_version_judge``
+constraint (a run never gets two pending evaluations for one version and judge, whatever races);
+releasing, cancelling and ending are compare-and-set updates.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import URLValidator
+from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from rubrics.models import Criterion, Rubric, RubricVersion
+from runs.scoring import Criterion as CriterionSpec
+from runs.scoring import JudgeConfig, verdict_key
+from teams.models import Team
+
+from ..models import (
+    PENDING_STATUSES,
+    AgentRun,
+    BatchStatus,
+    CriterionVerdict,
+    Evaluation,
+    Kind,
+    RescoreBatch,
+    Status,
+)
+from .estimates import rubric_call_tokens
+from .evaluations import evaluation_build, evaluations_enqueue, judge_config_for
+from .execute import judge_for
+from .results import run_refresh
+
+logger = logging.getLogger(__name__)
+
+ACTIVE = (BatchStatus.QUEUED, BatchStatus.RUNNING)
+CHUNK = 500  # ids per IN (...) clause: well under SQLite's variable limit
+
+
+class RescoreValidationError(ValueError):
+    """Invalid re-score request; ``errors`` maps each field to a message a person can act on."""
+
+    def __init__(self, errors: dict[str, str]) -> None:
+        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
+        self.errors = errors
+
+
+@dataclass(frozen=True)
+class RescoreScope:
+    """Which runs a batch re-scores: explicit ``runs`` (ids of the team, any rubric), else the
+    runs of the batch's rubric narrowed by the runs list's filters (all combine with AND)."""
+
+    runs: tuple[uuid.UUID, ...] | None = None
+    version: int | None = None  # the run's current result is on this version number
+    failed_only: bool = False  # the run's current result did not pass
+    criterion: str | None = None  # the current verdict on this criterion key is unsatisfied
+    since: datetime | None = None  # created at or after
+    until: datetime | None = None  # created before
+
+    def as_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["runs"] = [str(r) for r in self.runs] if self.runs is not None else None
+        for name in ("since", "until"):
+            out[name] = out[name].isoformat() if out[name] else None
+        return out
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What a batch will cost, computed the way execution will decide it (same judge config,
+    same verdict keys, same reuse lookup). ``judge_calls`` and ``criterion_judgements`` are
+    exact when nothing fails and no other work lands meanwhile; tokens are approximate (prompt
+    characters / 4 plus a completion allowance per criterion); ``cost`` is None when litellm
+    has no price for the model."""
+
+    runs: int
+    judge_calls: int
+    criterion_judgements: int
+    criteria_reused: int
+    prompt_tokens: int
+    completion_tokens: int
+    tokens: int
+    cost: float | None
+    model: str
+    skipped_pending: int = 0  # runs left out: an evaluation for this version and judge is pending
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class _Plan:
+    """Per run: how many criteria go to the judge and what the calls look like."""
+
+    run_ids: list[Any] = field(default_factory=list)
+    calls: int = 0
+    judged: int = 0
+    reused: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+# --- Scope --------------------------------------------------------------------------------------
+
+
+def _target_version(rubric: Rubric, number: int | None) -> RubricVersion:
+    if number is not None:
+        found = RubricVersion.objects.filter(rubric=rubric, number=number).first()
+        if found is None:
+            raise RescoreValidationError({"target_version": f"rubric has no version {number}"})
+        return found
+    if rubric.current_version_id is None:
+        raise RescoreValidationError({"rubric": "this rubric has no criteria yet"})
+    return RubricVersion.objects.get(pk=rubric.current_version_id)
+
+
+def _scope_runs(team: Team, rubric: Rubric, scope: RescoreScope) -> QuerySet[AgentRun]:
+    if scope.runs is not None:
+        return AgentRun.objects.filter(team=team, pk__in=scope.runs)
+    from ..selectors import RunFilters, runs_matching
+
+    filters = RunFilters(
+        rubric=str(rubric.pk),
+        version=scope.version,
+        passed=False if scope.failed_only else None,
+        failing_criterion=scope.criterion,
+        since=scope.since,
+        until=scope.until,
+    )
+    return runs_matching(team=team, filters=filters)
+
+
+def _scope_run_ids(team: Team, rubric: Rubric, scope: RescoreScope) -> list[Any]:
+    """The scope's run ids, oldest first; errors name the field at fault."""
+    if scope.runs is not None and not scope.runs:
+        raise RescoreValidationError({"runs": "give at least one run id"})
+    ids = list(
+        _scope_runs(team, rubric, scope)
+        .order_by("created_at", "id")
+        .values_list("id", flat=True)[: settings.EVALSITE_RESCORE_MAX_RUNS + 1]
+    )
+    if scope.runs is not None:
+        missing = len(set(scope.runs)) - len(ids)
+        if missing:
+            raise RescoreValidationError({"runs": f"{missing} of these ids name no run of this team"})
+    if len(ids) > settings.EVALSITE_RESCORE_MAX_RUNS:
+        limit = settings.EVALSITE_RESCORE_MAX_RUNS
+        raise RescoreValidationError(
+            {"runs": f"more than {limit:,} runs match: narrow the filters (EVALSITE_RESCORE_MAX_RUNS)"}
+        )
+    return ids
+
+
+def _chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _pending_run_ids(run_ids: Sequence[Any], version: RubricVersion, model: str) -> set[Any]:
+    """Runs that already have a queued or running evaluation for this version and judge."""
+    found: set[Any] = set()
+    for chunk in _chunks(run_ids):
+        found.update(
+            Evaluation.objects.filter(
+                run_id__in=chunk,
+                kind=Kind.RUBRIC,
+                rubric_version=version,
+                judge_model=model,
+                status__in=PENDING_STATUSES,
+            ).values_list("run_id", flat=True)
+        )
+    return found
+
+
+# --- Estimate -----------------------------------------------------------------------------------
+
+
+def _judge(rubric: Rubric, model: str) -> JudgeConfig:
+    """The JudgeConfig execution will build for an evaluation created with this judge."""
+    judge = judge_for(Evaluation(judge_config=judge_config_for(rubric, model=model)))
+    if not judge.model:
+        raise RescoreValidationError(
+            {"judge": "no judge model configured: name one, set the rubric's, or EVALSITE_JUDGE_MODEL"}
+        )
+    return judge
+
+
+def _criteria(version: RubricVersion) -> list[CriterionSpec]:
+    rows = Criterion.objects.filter(version=version).order_by("position")
+    return [CriterionSpec(id=c.key, description=c.description, required=c.required) for c in rows]
+
+
+def _known_keys(team_id: Any, keys: set[str]) -> set[str]:
+    """Keys with a stored verdict execution would reuse (same lookup as execute._reusable)."""
+    known: set[str] = set()
+    for chunk in _chunks(sorted(keys)):
+        known.update(
+            CriterionVerdict.objects.filter(
+                team_id=team_id, verdict_key__in=chunk, evaluation__status=Status.SUCCEEDED
+            )
+            .values_list("verdict_key", flat=True)
+            .distinct()
+        )
+    return known
+
+
+def _plan(
+    team_id: Any,
+    run_ids: Sequence[Any],
+    criteria: list[CriterionSpec],
+    judge: JudgeConfig,
+    strategy: str,
+    force: bool,
+) -> _Plan:
+    plan = _Plan(run_ids=list(run_ids))
+    for chunk in _chunks(run_ids):
+        texts = list(
+            AgentRun.objects.filter(pk__in=chunk).values_list("task_text", "system_text", "output_text")
+        )
+        keyed = [
+            (t, [verdict_key(judge, c.description, t[0], t[1], t[2]) for c in criteria])
+            for t in texts
+        ]
+        known = set() if force else _known_keys(team_id, {k for _, ks in keyed for k in ks})
+        for (task, system, output), keys in keyed:
+            remaining = [c for c, k in zip(criteria, keys, strict=True) if k not in known]
+            plan.reused += len(criteria) - len(remaining)
+            plan.judged += len(remaining)
+            groups = [remaining] if strategy != "independent" else [[c] for c in remaining]
+            for group in groups if remaining else []:
+                prompt, completion = rubric_call_tokens(judge, group, task, system, output)
+                plan.calls += 1
+                plan.prompt_tokens += prompt
+                plan.completion_tokens += completion
+    return plan
+
+
+def _cost(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+    """litellm's price for these tokens, or None when it does not know the model."""
+    if not prompt_tokens and not completion_tokens:
+        return 0.0
+    import litellm
+
+    try:
+        prompt_cost, completion_cost = litellm.cost_per_token(
+            model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+        )
+    except Exception:  # noqa: BLE001 - litellm raises assorted errors for unknown models
+        return None
+    return float(prompt_cost + completion_cost)
+
+
+def _estimate(plan: _Plan, model: str, skipped: int) -> Estimate:
+    return Estimate(
+        runs=len(plan.run_ids),
+        judge_calls=plan.calls,
+        criterion_judgements=plan.judged,
+        criteria_reused=plan.reused,
+        prompt_tokens=plan.prompt_tokens,
+        completion_tokens=plan.completion_tokens,
+        tokens=plan.prompt_tokens + plan.completion_tokens,
+        cost=_cost(model, plan.prompt_tokens, plan.completion_tokens),
+        model=model,
+        skipped_pending=skipped,
+    )
+
+
+def _clean_judge(judge: str | None) -> str:
+    judge = (judge or "").strip()
+    if len(judge) > 200 or any(ch.isspace() for ch in judge):
+        raise RescoreValidationError({"judge": "a litellm model string, e.g. openai/gpt-4o-mini"})
+    return judge
+
+
+def batch_estimate(
+    *,
+    team: Team,
+    rubric: Rubric,
+    scope: RescoreScope | None = None,
+    target_version: int | None = None,
+    judge: str | None = None,
+    force: bool = False,
+) -> Estimate:
+    """What ``batch_create`` with the same arguments would queue and spend; writes nothing."""
+    version = _target_version(rubric, target_version)
+    judge_config = _judge(rubric, _clean_judge(judge))
+    run_ids = _scope_run_ids(team, rubric, scope or RescoreScope())
+    pending = _pending_run_ids(run_ids, version, judge_config.model)
+    todo = [r for r in run_ids if r not in pending]
+    plan = _plan(team.pk, todo, _criteria(version), judge_config, rubric.strategy, force)
+    return _estimate(plan, judge_config.model, skipped=len(pending))
+
+
+# --- Create -------------------------------------------------------------------------------------
+
+
+def _clean_webhook(url: str | None) -> str:
+    url = (url or "").strip()
+    if not url:
+        return ""
+    try:
+        URLValidator(schemes=["http", "https"])(url)
+    except DjangoValidationError as exc:
+        raise RescoreValidationError({"webhook_url": "must be an http(s) URL"}) from exc
+    if len(url) > 200:
+        raise RescoreValidationError({"webhook_url": "at most 200 characters"})
+    return url
+
+
+def _insert_evaluations(
+    batch: RescoreBatch, run_ids: Sequence[Any], version: RubricVersion, judge: str
+) -> list[Any]:
+    """One held evaluation per run; a run with a pending twin is skipped by the database
+    constraint. Returns the run ids that got one."""
+    rubric = batch.rubric
+    for chunk in _chunks(run_ids):
+        runs = AgentRun.objects.filter(pk__in=chunk).only("id", "team_id")
+        Evaluation.objects.bulk_create(
+            [
+                evaluation_build(
+                    run=run, kind=Kind.RUBRIC, rubric=rubric, version=version,
+                    judge_model=judge, batch=batch, force=batch.force, held=True,
+                )  # fmt: skip
+                for run in runs
+            ],
+            ignore_conflicts=True,
+        )
+    created = list(
+        Evaluation.objects.filter(batch=batch).order_by("created_at").values_list("run_id", flat=True)
+    )
+    for chunk in _chunks(created):
+        # The runs list shows them as queued until their evaluations end.
+        AgentRun.objects.filter(pk__in=chunk).exclude(status=Status.RUNNING).update(status=Status.QUEUED)
+    return created
+
+
+def batch_create(
+    *,
+    team: Team,
+    rubric: Rubric,
+    scope: RescoreScope | None = None,
+    target_version: int | None = None,
+    judge: str | None = None,
+    force: bool = False,
+    idempotency_key: str | None = None,
+    webhook_url: str | None = "",
+    user: Any = None,
+) -> tuple[RescoreBatch, bool]:
+    """Create a batch and its held evaluations, estimate it, and release its first window once
+    the transaction commits. Returns (batch, created): an ``idempotency_key`` this team used
+    before returns that batch unchanged. Runs that already have a pending evaluation for the
+    same version and judge are skipped (counted in ``estimate.skipped_pending``)."""
+    scope = scope or RescoreScope()
+    key = (idempotency_key or "").strip()[:200] or None
+    if key:
+        existing = RescoreBatch.objects.filter(team=team, idempotency_key=key).first()
+        if existing is not None:
+            return existing, False
+    version = _target_version(rubric, target_version)
+    model_override = _clean_judge(judge)
+    judge_config = _judge(rubric, model_override)
+    url = _clean_webhook(webhook_url)
+    run_ids = _scope_run_ids(team, rubric, scope)
+    try:
+        with transaction.atomic():
+            batch = RescoreBatch.objects.create(
+                team=team, rubric=rubric, rubric_version=version, judge_model=judge_config.model,
+                force=force, scope=scope.as_json() | {"target_version": version.number},
+                idempotency_key=key, webhook_url=url, created_by=user,
+                window=max(1, settings.EVALSITE_BATCH_WINDOW),
+            )  # fmt: skip
+            queued = _insert_evaluations(batch, run_ids, version, model_override)
+            plan = _plan(team.pk, queued, _criteria(version), judge_config, rubric.strategy, force)
+            batch.estimate = _estimate(plan, judge_config.model, len(run_ids) - len(queued)).as_json()
+            batch.total = len(queued)
+            batch.save(update_fields=["estimate", "total"])
+            batch_id = batch.pk
+            transaction.on_commit(lambda: _after_create(batch_id), robust=True)
+    except IntegrityError:
+        # Another request with the same idempotency key won the race: answer with its batch.
+        existing = RescoreBatch.objects.filter(team=team, idempotency_key=key).first() if key else None
+        if existing is None:
+            raise
+        return existing, False
+    return batch, True
+
+
+def _after_create(batch_id: Any) -> None:
+    if not batch_finish_if_done(batch_id=batch_id):
+        batch_dispatch(batch_id=batch_id)
+
+
+def run_rescore(
+    *,
+    run: AgentRun,
+    rubric: Rubric | None = None,
+    target_version: int | None = None,
+    judge: str | None = None,
+    force: bool = False,
+    idempotency_key: str | None = None,
+    webhook_url: str | None = "",
+    user: Any = None,
+) -> tuple[RescoreBatch, bool]:
+    """Re-score one run (against its own rubric unless another is given) as a batch of one."""
+    rubric = rubric or run.rubric
+    if rubric is None:
+        raise RescoreValidationError({"rubric": "this run has no rubric: name one"})
+    return batch_create(
+        team=run.team, rubric=rubric, scope=RescoreScope(runs=(run.pk,)),
+        target_version=target_version, judge=judge, force=force,
+        idempotency_key=idempotency_key, webhook_url=webhook_url, user=user,
+    )  # fmt: skip
+
+
+def run_rescore_estimate(
+    *,
+    run: AgentRun,
+    rubric: Rubric | None = None,
+    target_version: int | None = None,
+    judge: str | None = None,
+    force: bool = False,
+) -> Estimate:
+    rubric = rubric or run.rubric
+    if rubric is None:
+        raise RescoreValidationError({"rubric": "this run has no rubric: name one"})
+    return batch_estimate(
+        team=run.team, rubric=rubric, scope=RescoreScope(runs=(run.pk,)),
+        target_version=target_version, judge=judge, force=force,
+    )  # fmt: skip
+
+
+# --- Dispatch and lifecycle ----------------------------------------------------------------------
+
+
+def batch_dispatch(*, batch_id: Any) -> int:
+    """Release held evaluations of one batch until ``batch.window`` of them are in the broker
+    or running; they are published when this commits. Returns how many were released.
+
+    The batch row is locked while counting, so concurrent top-ups never exceed the window."""
+    with transaction.atomic():
+        batch = (
+            RescoreBatch.objects.select_for_update()
+            .filter(pk=batch_id, finished_at__isnull=True, cancelled_at__isnull=True)
+            .first()
+        )
+        if batch is None:
+            return 0
+        mine = Evaluation.objects.filter(batch_id=batch_id)
+        outstanding = mine.filter(held=False, status__in=PENDING_STATUSES).count()
+        room = batch.window - outstanding
+        if room <= 0:
+            return 0
+        ids = list(
+            mine.filter(held=True, status=Status.QUEUED)
+            .order_by("created_at", "id")
+            .values_list("id", flat=True)[:room]
+        )
+        if not ids:
+            return 0
+        released = mine.filter(pk__in=ids, held=True, status=Status.QUEUED).update(held=False)
+        if batch.status == BatchStatus.QUEUED:
+            RescoreBatch.objects.filter(pk=batch_id, status=BatchStatus.QUEUED).update(
+                status=BatchStatus.RUNNING, started_at=timezone.now()
+            )
+        evaluations_enqueue(ids)
+    return released
+
+
+def batch_finish_if_done(*, batch_id: Any) -> bool:
+    """End the batch when none of its evaluations is pending (compare-and-set: once). Safe to
+    call any time from anywhere; True when the batch is (now) finished."""
+    if Evaluation.objects.filter(batch_id=batch_id, status__in=PENDING_STATUSES).exists():
+        return False
+    batch = RescoreBatch.objects.filter(pk=batch_id).only("finished_at", "cancelled_at").first()
+    if batch is None:
+        return False
+    if batch.finished_at is not None:
+        return True
+    failed = Evaluation.objects.filter(batch_id=batch_id, status=Status.FAILED).exists()
+    if batch.cancelled_at is not None:
+        status = BatchStatus.CANCELLED
+    else:
+        status = BatchStatus.COMPLETED_WITH_FAILURES if failed else BatchStatus.COMPLETED
+    now = timezone.now()
+    with transaction.atomic():
+        ended = RescoreBatch.objects.filter(pk=batch_id, finished_at__isnull=True).update(
+            status=status, finished_at=now
+        )
+        RescoreBatch.objects.filter(pk=batch_id, started_at__isnull=True).update(started_at=now)
+        if ended:
+            transaction.on_commit(lambda: _send_webhook(batch_id), robust=True)
+    return True
+
+
+def batch_evaluation_finished(*, batch_id: Any) -> None:
+    """Called by the worker after an evaluation of the batch ended (results.py, on commit)."""
+    if not batch_finish_if_done(batch_id=batch_id):
+        batch_dispatch(batch_id=batch_id)
+
+
+def batch_cancel(*, batch: RescoreBatch) -> RescoreBatch:
+    """Cancel queued work (compare-and-set: a claimed evaluation is left to finish); the batch
+    is ``cancelled`` at once and ends when its running evaluations have finished. Cancelling
+    an ended batch changes nothing."""
+    now = timezone.now()
+    with transaction.atomic():
+        changed = RescoreBatch.objects.filter(
+            pk=batch.pk, finished_at__isnull=True, cancelled_at__isnull=True
+        ).update(status=BatchStatus.CANCELLED, cancelled_at=now)
+    if changed:
+        _cancel_queued(batch.pk, now)
+        batch_finish_if_done(batch_id=batch.pk)
+    batch.refresh_from_db()
+    return batch
+
+
+def _cancel_queued(batch_id: Any, now: datetime) -> int:
+    queued = Evaluation.objects.filter(batch_id=batch_id, status=Status.QUEUED)
+    run_ids = list(queued.values_list("run_id", flat=True))
+    cancelled = queued.update(
+        status=Status.CANCELLED, held=False, not_before=None, finished_at=now,
+        error="cancelled with its re-score batch",
+    )  # fmt: skip
+    _refresh_runs(run_ids)
+    return cancelled
+
+
+def _refresh_runs(run_ids: Iterable[Any]) -> None:
+    """Recompute the runs' denormalised status, each under its row lock like results.py."""
+    for chunk in _chunks(sorted(set(run_ids), key=str)):
+        with transaction.atomic():
+            list(AgentRun.objects.select_for_update().filter(pk__in=chunk).order_by("pk").values_list("pk"))
+            for run_id in chunk:
+                run_refresh(run_id)
+
+
+def batches_sweep(*, now: datetime | None = None) -> int:
+    """The sweeper's share: for every unfinished batch, cancel what a cancel left queued (a
+    lease expired after it), end it if nothing is pending, else refill its window; resend
+    webhooks a broker outage dropped. Returns how many evaluations were released."""
+    now = now or timezone.now()
+    released = 0
+    unfinished = RescoreBatch.objects.filter(finished_at__isnull=True).order_by("created_at")
+    for batch_id, cancelled_at in unfinished.values_list("id", "cancelled_at"):
+        if cancelled_at is not None:
+            _cancel_queued(batch_id, now)
+        if not batch_finish_if_done(batch_id=batch_id):
+            released += batch_dispatch(batch_id=batch_id)
+    _resend_webhooks(now)
+    return released
+
+
+# --- Webhook ------------------------------------------------------------------------------------
+
+
+def _send_webhook(batch_id: Any) -> None:
+    if RescoreBatch.objects.filter(pk=batch_id).exclude(webhook_url="").exists():
+        from ..tasks import batch_webhook
+
+        batch_webhook.delay(str(batch_id))
+
+
+def _resend_webhooks(now: datetime) -> None:
+    """A webhook whose first message the broker never got: send it again after a minute."""
+    lost = RescoreBatch.objects.filter(
+        finished_at__lt=now - timedelta(seconds=60),
+        webhook_delivered_at__isnull=True,
+        webhook_attempts=0,
+    ).exclude(webhook_url="")
+    for batch_id in lost.values_list("id", flat=True)[:100]:
+        try:
+            _send_webhook(batch_id)
+        except Exception:  # noqa: BLE001 - broker still down: the next sweep tries again
+            logger.warning("could not enqueue the webhook of batch %s", batch_id)
+            return

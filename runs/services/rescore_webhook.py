@@ -1,0 +1,103 @@
+"""The webhook a re-score batch calls once when it ends.
+
+Request: ``POST <webhook_url>`` with a JSON body ``{"event": "batch.finished", "batch": {...}}``
+(the same fields as ``GET /api/batches/{id}``) and the headers
+
+* ``X-Evalsite-Event: batch.finished``
+* ``X-Evalsite-Delivery: <batch id>`` — the same on every retry: receivers dedupe on it;
+* ``X-Evalsite-Signature: t=<unix seconds>,v1=<hex>`` where ``hex`` is
+  HMAC-SHA256(team webhook secret, ``"<t>." + raw body``). Receivers recompute it, compare in
+  constant time and refuse old timestamps.
+
+Any 2xx answer is a delivery. Anything else (or no answer within EVALSITE_WEBHOOK_TIMEOUT) is
+retried by the Celery task with exponential backoff, up to EVALSITE_WEBHOOK_MAX_RETRIES times;
+the last error is kept on the batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import time
+from typing import Any
+
+import httpx
+from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db.models import F
+from django.utils import timezone
+
+from ..models import RescoreBatch
+
+
+class WebhookFailed(Exception):
+    """The receiver did not accept the delivery (retry later)."""
+
+
+def webhook_signature(*, secret: str, body: bytes, timestamp: int) -> str:
+    mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
+    return f"t={timestamp},v1={mac.hexdigest()}"
+
+
+def webhook_verify(*, secret: str, body: bytes, header: str, tolerance: float = 300) -> bool:
+    """What a receiver does (also used by our tests): check the signature and its age."""
+    try:
+        parts = dict(p.split("=", 1) for p in header.split(","))
+        timestamp = int(parts["t"])
+    except (KeyError, ValueError):
+        return False
+    expected = webhook_signature(secret=secret, body=body, timestamp=timestamp)
+    fresh = abs(time.time() - timestamp) <= tolerance
+    return fresh and hmac.compare_digest(expected, header)
+
+
+def _body(batch: RescoreBatch) -> bytes:
+    from ..selectors import batch_progress
+
+    payload = {"event": "batch.finished", "batch": batch_progress(batch=batch).as_json()}
+    return json.dumps(payload, cls=DjangoJSONEncoder, separators=(",", ":")).encode()
+
+
+def batch_webhook_deliver(*, batch_id: Any) -> bool:
+    """POST the batch's end to its webhook. True when delivered now, False when there is
+    nothing to do (no URL, not ended, already delivered); WebhookFailed to retry."""
+    batch = RescoreBatch.objects.select_related("team").filter(pk=batch_id).first()
+    if batch is None or not batch.webhook_url or batch.finished_at is None:
+        return False
+    if batch.webhook_delivered_at is not None:
+        return False
+    body = _body(batch)
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": "evalsite-webhook/1",
+        "X-Evalsite-Event": "batch.finished",
+        "X-Evalsite-Delivery": str(batch.pk),
+        "X-Evalsite-Signature": webhook_signature(
+            secret=batch.team.webhook_secret, body=body, timestamp=int(time.time())
+        ),
+    }
+    RescoreBatch.objects.filter(pk=batch.pk).update(webhook_attempts=F("webhook_attempts") + 1)
+    try:
+        answer = httpx.post(
+            batch.webhook_url, content=body, headers=headers,
+            timeout=settings.EVALSITE_WEBHOOK_TIMEOUT, follow_redirects=False,
+        )  # fmt: skip
+    except httpx.HTTPError as exc:
+        _failed(batch, f"{type(exc).__name__}: {exc}")
+    if not 200 <= answer.status_code < 300:
+        _failed(batch, f"HTTP {answer.status_code}: {answer.text[:200]}")
+    RescoreBatch.objects.filter(pk=batch.pk, webhook_delivered_at__isnull=True).update(
+        webhook_delivered_at=timezone.now(), webhook_error=""
+    )
+    return True
+
+
+def _failed(batch: RescoreBatch, message: str) -> None:
+    RescoreBatch.objects.filter(pk=batch.pk).update(webhook_error=message[:2000])
+    raise WebhookFailed(message)
+
+
+def webhook_backoff(retries: int) -> float:
+    """Seconds before retry number ``retries + 1``: 1, 2, 4, … with the default base 2."""
+    return min(3600.0, settings.EVALSITE_WEBHOOK_BACKOFF**retries)

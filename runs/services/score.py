@@ -1,0 +1,88 @@
+"""Synchronous scoring (POST /api/score): store the run like any other, then wait for its
+evaluations to end. The waiting polls the database, so it works with any broker and any number
+of web processes; each poll is one small COUNT query."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.db import transaction
+
+from rubrics.services import criteria_from_any
+from teams.models import Team
+
+from ..models import AgentRun, Evaluation, Kind
+from ..payloads import RunPayload
+from ..selectors import evaluations_for_run, evaluations_pending
+from .ingest import RunValidationError, run_ingest
+
+# The first polls come quickly (a fast judge answers in well under a second), later ones less
+# often so a long wait costs few queries.
+FIRST_POLL = 0.05
+MAX_POLL = 0.5
+
+
+class ScoreConflict(ValueError):
+    """The external_id names a run that was scored with other inline criteria."""
+
+    def __init__(self, run: AgentRun) -> None:
+        super().__init__(
+            f"external_id {run.external_id!r} already names a run scored with other criteria"
+        )
+        self.run = run
+
+
+def score_submit(
+    *, team: Team, payload: RunPayload, criteria: Any = None
+) -> tuple[AgentRun, list[Evaluation]]:
+    """Ingest the run (``criteria``, a list of {description, required} or text, replaces the
+    rubric's) and return it with the evaluations that decide its score.
+
+    Raises RunValidationError, storing nothing, when nothing would be scored (no criteria, no
+    rubric with criteria, alignment off). The same external_id and content again returns the stored run
+    and its evaluations; other inline criteria under that external_id raise ScoreConflict.
+    """
+    inline = _inline(criteria)
+    # One transaction, so a run with nothing to score is not stored either.
+    with transaction.atomic():
+        run, created = run_ingest(team=team, payload=payload, inline_criteria=inline)
+        evaluations = evaluations_for_run(run=run)
+        if not created and inline is not None and not _scored_with(evaluations, inline):
+            raise ScoreConflict(run)
+        if not evaluations:
+            raise RunValidationError(
+                {
+                    "criteria": "nothing to score: give criteria, a rubric with criteria, or alignment"
+                }
+            )
+    return run, evaluations
+
+
+def _inline(criteria: Any) -> list[dict[str, Any]] | None:
+    if criteria is None:
+        return None
+    parsed = criteria_from_any(criteria)
+    if not parsed:
+        raise RunValidationError({"criteria": "give at least one criterion"})
+    return [{"description": c.description, "required": c.required} for c in parsed]
+
+
+def _scored_with(evaluations: list[Evaluation], inline: list[dict[str, Any]]) -> bool:
+    rubric = [e for e in evaluations if e.kind == Kind.RUBRIC]
+    return any(e.inline_criteria == inline for e in rubric)
+
+
+def score_await(*, evaluation_ids: list[Any], timeout: float) -> bool:
+    """Wait until every evaluation is final (succeeded, failed or cancelled); False when
+    ``timeout`` seconds pass first. A transient judge failure re-queues an evaluation, which
+    keeps this waiting until the retry ends or time runs out."""
+    deadline = time.monotonic() + timeout
+    interval = FIRST_POLL
+    while evaluations_pending(ids=evaluation_ids):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        time.sleep(min(interval, remaining))
+        interval = min(interval * 1.5, MAX_POLL)
+    return True

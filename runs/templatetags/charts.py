@@ -1,0 +1,160 @@
+"""Server-rendered SVG charts: no JavaScript, no chart library, readable without CSS.
+
+Every label is escaped (rubric names are user text). Each chart also carries a <title> and
+an aria-label so screen readers get the gist; the numbers are in a table next to it.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import date
+from typing import Any
+
+from django import template
+from django.utils.html import escape, format_html
+from django.utils.safestring import SafeString, mark_safe
+
+register = template.Library()
+
+PALETTE = ("#4f46e5", "#0891b2", "#16a34a", "#d97706", "#db2777", "#7c3aed", "#0d9488", "#dc2626")
+WIDTH, HEIGHT = 640, 220
+PAD_LEFT, PAD_RIGHT, PAD_TOP, PAD_BOTTOM = 56, 12, 12, 28
+
+
+@register.filter
+def colour(index: int) -> str:
+    return PALETTE[int(index) % len(PALETTE)]
+
+
+def _x(i: int, n: int) -> float:
+    span = WIDTH - PAD_LEFT - PAD_RIGHT
+    return PAD_LEFT + (span * i / (n - 1) if n > 1 else span / 2)
+
+
+def _slot_x(i: int, n: int) -> float:
+    span = (WIDTH - PAD_LEFT - PAD_RIGHT) / max(n, 1)
+    return PAD_LEFT + span * (i + 0.5)
+
+
+def _y(value: float, top: float) -> float:
+    span = HEIGHT - PAD_TOP - PAD_BOTTOM
+    return PAD_TOP + span * (1 - (value / top if top else 0))
+
+
+def _frame(
+    days: list[date], top: float, fmt: Any, label: str, slots: bool = False, steps: int = 4
+) -> list[str]:
+    parts = [
+        f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{escape(label)}">',
+        f"<title>{escape(label)}</title>",
+        '<g class="grid axis">',
+    ]
+    for step in range(steps + 1):
+        value = top * step / steps
+        y = _y(value, top)
+        parts.append(f'<line x1="{PAD_LEFT}" x2="{WIDTH - PAD_RIGHT}" y1="{y:.1f}" y2="{y:.1f}"/>')
+        parts.append(f'<text x="{PAD_LEFT - 6}" y="{y + 3:.1f}" text-anchor="end">{escape(fmt(value))}</text>')
+    n = len(days)
+    for i in sorted({0, n // 2, n - 1}) if n else []:
+        anchor = "start" if i == 0 else "end" if i == n - 1 else "middle"
+        x = _slot_x(i, n) if slots else _x(i, n)
+        parts.append(f'<text x="{x:.1f}" y="{HEIGHT - 8}" text-anchor="{anchor}">{days[i]:%b %d}</text>')
+    parts.append("</g>")
+    return parts
+
+
+def _nice_step(value: float) -> float:
+    """The smallest 1, 2 or 5 × 10^k at or above ``value``: round axis labels."""
+    exponent = 10 ** math.floor(math.log10(value))
+    return next(m * exponent for m in (1, 2, 5, 10) if m * exponent >= value)
+
+
+def _nice_top(value: float) -> tuple[float, int]:
+    """An axis top above ``value`` made of at most four round steps, and the step count."""
+    if value <= 0:
+        return 1.0, 4
+    step = _nice_step(value / 4)
+    steps = math.ceil(value / step)
+    return step * steps, steps
+
+
+def rolling(points: dict[date, tuple[int, int]], days: list[date], window: int) -> dict:
+    """(passed, judged) summed over the ``window`` days ending on each day."""
+    out = {}
+    for i, day in enumerate(days):
+        span = [points.get(d) for d in days[max(0, i - window + 1) : i + 1]]
+        passed = sum(p[0] for p in span if p)
+        judged = sum(p[1] for p in span if p)
+        if judged:
+            out[day] = (passed, judged)
+    return out
+
+
+@register.simple_tag
+def pass_rate_chart(days: list[date], series: list[dict[str, Any]], window: int = 7) -> SafeString:
+    """One line per rubric: the share of judged runs that passed over the trailing ``window``
+    days (daily rates of a few runs jump too much to read). Stretches without any judged run
+    leave a gap rather than a misleading zero."""
+    if not series:
+        return format_html('<div class="chart-empty">{}</div>', "No judged runs in this period.")
+    parts = _frame(days, 1.0, lambda v: f"{v:.0%}", "Pass rate per rubric over time")
+    n = len(days)
+    for index, s in enumerate(series):
+        col = PALETTE[index % len(PALETTE)]
+        points = rolling(s["points"], days, window)
+        path, dots = [], []
+        pen_up = True
+        for i, day in enumerate(days):
+            point = points.get(day)
+            if not point:
+                pen_up = True
+                continue
+            x, y = _x(i, n), _y(point[0] / point[1], 1.0)
+            path.append(f"{'M' if pen_up else 'L'}{x:.1f},{y:.1f}")
+            pen_up = False
+            dots.append(
+                f'<circle class="pt" cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{col}">'
+                f"<title>{escape(s['name'])} · {window} days to {day:%b %d}: "
+                f"{point[0]}/{point[1]} passed</title></circle>"
+            )
+        parts.append(f'<path class="series" stroke="{col}" d="{" ".join(path)}"/>')
+        parts.extend(dots)
+    parts.append("</svg>")
+    return mark_safe("".join(parts))  # noqa: S308 - every text above is escaped
+
+
+@register.simple_tag
+def column_chart(
+    days: list[date], values: list[float], label: str, unit: str = "", narrow: bool = False
+) -> SafeString:
+    """Daily columns (judge tokens or cost). ``narrow`` enlarges the labels for a chart drawn
+    at half width, so they stay readable."""
+    if not any(values):
+        empty = "No judge cost recorded: litellm has no price for this judge model." if unit == "$" else "No judge calls in this period."
+        return format_html('<div class="chart-empty">{}</div>', empty)
+    top, steps = _nice_top(max(values))
+    fmt = (lambda v: f"${v:,.2f}") if unit == "$" else _compact
+    parts = _frame(days, top, fmt, label, slots=True, steps=steps)
+    if narrow:
+        parts[0] = parts[0].replace('class="chart"', 'class="chart narrow"')
+    n = len(days)
+    span = (WIDTH - PAD_LEFT - PAD_RIGHT) / max(n, 1)
+    for i, (day, value) in enumerate(zip(days, values, strict=False)):
+        if not value:
+            continue
+        y = _y(value, top)
+        x = PAD_LEFT + span * i + span * 0.15
+        shown = f"${value:,.4f}" if unit == "$" else f"{value:,.0f}"
+        parts.append(
+            f'<rect class="col{" alt" if unit == "$" else ""}" x="{x:.1f}" y="{y:.1f}" width="{span * 0.7:.1f}" '
+            f'height="{HEIGHT - PAD_BOTTOM - y:.1f}" rx="2"><title>{day:%b %d}: {escape(shown)}</title></rect>'
+        )
+    parts.append("</svg>")
+    return mark_safe("".join(parts))  # noqa: S308 - every text above is escaped
+
+
+def _compact(value: float) -> str:
+    for size, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if value >= size:
+            return f"{value / size:.1f}".removesuffix(".0") + suffix
+    return f"{value:.0f}"

@@ -1,0 +1,233 @@
+"""Formatting filters for the dashboard, and Markdown that is safe to show.
+
+Messages and agent output are untrusted: Markdown is rendered first, then sanitized by nh3
+with an allow-list, so raw HTML in the source (``<script>``, ``onerror=``, ``javascript:``
+links) never reaches the page as markup.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import markdown as md
+import nh3
+from django import template
+from django.utils.html import format_html
+from django.utils.safestring import SafeString, mark_safe
+from markdown.extensions import Extension
+
+register = template.Library()
+
+ALLOWED_TAGS = {
+    "p", "br", "hr", "strong", "em", "b", "i", "del", "code", "pre", "blockquote",
+    "ul", "ol", "li", "h1", "h2", "h3", "h4", "h5", "h6", "a",
+    "table", "thead", "tbody", "tr", "th", "td",
+}  # fmt: skip
+ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "th": {"align"}, "td": {"align"}}
+MAX_MARKDOWN_CHARS = 200_000
+
+
+class _RawHtmlAsText(Extension):
+    """Raw HTML in the source is shown as text (escaped), not passed through: an agent's
+    ``<script>`` must read as what it wrote, not vanish or run."""
+
+    def extendMarkdown(self, md_instance: md.Markdown) -> None:  # noqa: N802 - Markdown's API
+        md_instance.preprocessors.deregister("html_block")
+        md_instance.inlinePatterns.deregister("html")
+
+
+@register.filter
+def markdown(text: Any) -> SafeString:
+    """Render Markdown, then sanitize the HTML with an allow-list."""
+    source = text if isinstance(text, str) else json.dumps(text, indent=2, ensure_ascii=False)
+    html = md.markdown(
+        source[:MAX_MARKDOWN_CHARS],
+        extensions=[_RawHtmlAsText(), "fenced_code", "tables", "sane_lists"],
+    )
+    clean = nh3.clean(
+        html,
+        tags=ALLOWED_TAGS,
+        attributes=ALLOWED_ATTRIBUTES,
+        url_schemes={"http", "https", "mailto"},
+        link_rel="noopener noreferrer nofollow",
+    )
+    return mark_safe(clean)  # noqa: S308 - sanitized by nh3 just above
+
+
+@register.filter
+def message_text(content: Any) -> str:
+    """A message's content as text: strings as they are, content parts joined."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text", "") if isinstance(p, dict) else str(p) for p in content]
+        return "\n\n".join(p for p in parts if p)
+    return json.dumps(content, indent=2, ensure_ascii=False)
+
+
+@register.filter
+def pct(value: Any, digits: int = 0) -> str:
+    if value is None:
+        return "—"
+    return f"{float(value) * 100:.{int(digits)}f}%"
+
+
+@register.filter
+def width(value: Any) -> str:
+    """A 0–1 fraction as a CSS percentage, clamped."""
+    if value is None:
+        return "0"
+    return f"{max(0.0, min(1.0, float(value))) * 100:.1f}"
+
+
+@register.filter
+def ratio(part: Any, whole: Any) -> float | None:
+    try:
+        return float(part) / float(whole) if whole else None
+    except (TypeError, ValueError):
+        return None
+
+
+@register.filter
+def num(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return "—"
+    return f"{float(value):.{int(digits)}f}"
+
+
+@register.filter
+def cost(value: Any) -> str:
+    if value is None:
+        return "—"
+    value = float(value)
+    if value == 0:
+        return "$0"
+    return f"${value:.4f}" if value < 1 else f"${value:,.2f}"
+
+
+@register.filter
+def ms(value: Any) -> str:
+    if value is None:
+        return "—"
+    value = float(value)
+    return f"{value / 1000:.2f} s" if value >= 1000 else f"{value:.0f} ms"
+
+
+@register.filter
+def quality(value: Any) -> str:
+    """good / mid / bad for a 0–1 score, for bar colours."""
+    if value is None:
+        return ""
+    value = float(value)
+    return "good" if value >= 0.8 else "mid" if value >= 0.6 else "bad"
+
+
+@register.filter
+def shortid(value: Any) -> str:
+    return str(value)[:8]
+
+
+@register.filter
+def pretty_json(value: Any) -> str:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+@register.filter
+def get(mapping: Any, key: Any) -> Any:
+    try:
+        return mapping.get(key)
+    except AttributeError:
+        return None
+
+
+@register.simple_tag
+def status_badge(status: str, label: str = "") -> str:
+    dot = format_html('<span class="dot" aria-hidden="true"></span>') if status in ("queued", "running") else ""
+    return format_html('<span class="badge badge-{}">{}{}</span>', status, dot, label or status.replace("_", " ").capitalize())
+
+
+@register.simple_tag
+def passed_badge(passed: Any) -> str:
+    if passed is None:
+        return format_html('<span class="badge">{}</span>', "Not judged")
+    if passed:
+        return format_html('<span class="badge badge-pass">✅ {}</span>', "Passed")
+    return format_html('<span class="badge badge-fail">❌ {}</span>', "Failed")
+
+
+@register.simple_tag(takes_context=True)
+def query_with(context: Any, **changes: Any) -> str:
+    """The current query string with some parameters replaced (None or "" removes them)."""
+    params = context["request"].GET.copy()
+    for key, value in changes.items():
+        params.pop(key, None)
+        if value not in (None, ""):
+            params[key] = value
+    encoded = params.urlencode()
+    return f"?{encoded}" if encoded else "?"
+
+
+DIMENSIONS = (
+    ("intent", "Intent"),
+    ("requirements", "Requirements"),
+    ("completeness", "Completeness"),
+    ("appropriateness", "Appropriateness"),
+)
+
+
+@register.filter
+def alignment_dimensions(breakdown: Any) -> list[dict[str, Any]]:
+    """Each dimension of one perspective with its score, weight and contribution
+    (weight × score), for the bars on the run page."""
+    weights = breakdown.weights or {}
+    rows = []
+    for key, label in DIMENSIONS:
+        score = getattr(breakdown, f"{key}_score")
+        weight = float(weights.get(key, 0))
+        rows.append(
+            {"key": key, "label": label, "score": score, "weight": weight, "contribution": weight * score}
+        )
+    return rows
+
+
+@register.filter
+def role_label(role: str) -> str:
+    return {"system": "System", "user": "User", "assistant": "Assistant"}.get(role, str(role).capitalize())
+
+
+@register.filter
+def output_messages(output: Any) -> list[dict[str, Any]]:
+    """A run's output (a string, or a list of strings and assistant messages) as messages."""
+    if output in (None, "", []):
+        return []
+    items = output if isinstance(output, list) else [output]
+    out = []
+    for item in items:
+        if isinstance(item, dict):
+            out.append({"role": item.get("role") or "assistant", "content": item.get("content")})
+        else:
+            out.append({"role": "assistant", "content": item})
+    return out
+
+
+@register.filter
+def ago(value: Any) -> str:
+    """A compact age for dense tables: "45s ago", "3h ago", "2d ago", then the date."""
+    from django.utils import timezone
+
+    if not value:
+        return "—"
+    seconds = (timezone.now() - value).total_seconds()
+    for size, unit in ((86400, "d"), (3600, "h"), (60, "m")):
+        if seconds >= size:
+            count = int(seconds // size)
+            return f"{count}{unit} ago" if unit != "d" or count < 7 else f"{value:%b %d}"
+    return f"{max(0, int(seconds))}s ago"

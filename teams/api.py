@@ -1,0 +1,82 @@
+"""API authentication: team API keys (``Authorization: Bearer <key>``) and the browser session.
+
+Either way an operation receives a :class:`Caller` as ``request.auth``: the team every read and
+write is scoped to, and whether the caller may change things. API keys act with editor rights;
+a signed-in user acts with the role of their membership in their current team.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest
+from ninja.errors import AuthorizationError
+from ninja.security import APIKeyCookie, HttpBearer
+from ninja.utils import check_csrf
+
+from .models import ApiKey, Team
+from .selectors import api_key_authenticate
+
+
+@dataclass(frozen=True)
+class Caller:
+    team: Team
+    can_edit: bool
+    user: Any = None
+    api_key: ApiKey | None = None
+
+
+def caller(request: HttpRequest) -> Caller:
+    """The authenticated caller of an API operation (set by one of the auth classes below)."""
+    return request.auth  # type: ignore[attr-defined]
+
+
+def editor(request: HttpRequest) -> Caller:
+    """The caller, who must be allowed to write: viewers get a 403 with the error shape."""
+    found = caller(request)
+    if not found.can_edit:
+        raise AuthorizationError(
+            message="Your role in this team is viewer: ask an owner for edit rights."
+        )
+    return found
+
+
+class ApiKeyAuth(HttpBearer):
+    """``Authorization: Bearer <key>`` with an active key of a team."""
+
+    def authenticate(self, request: HttpRequest, token: str) -> Caller | None:
+        key = api_key_authenticate(raw=token.strip())
+        if key is None:
+            return None
+        return Caller(team=key.team, can_edit=True, api_key=key)
+
+
+class SessionAuth(APIKeyCookie):
+    """The signed-in user's session, for browser calls. Unsafe methods need the CSRF token.
+
+    Unlike ninja's own SessionAuth, the CSRF check only runs for a signed-in user, so an
+    anonymous call (or one with a revoked key) answers 401, not a CSRF 403.
+    """
+
+    param_name = settings.SESSION_COOKIE_NAME
+
+    def _get_key(self, request: HttpRequest) -> str | None:
+        user = getattr(request, "user", None)
+        if user is None or not user.is_authenticated:
+            return None
+        if check_csrf(request):
+            raise AuthorizationError(
+                message="CSRF check failed: send the csrftoken cookie's value in X-CSRFToken."
+            )
+        return request.COOKIES.get(self.param_name)
+
+    def authenticate(self, request: HttpRequest, key: str | None) -> Caller | None:
+        membership = getattr(request, "membership", None)
+        if key is None or membership is None:
+            return None
+        return Caller(team=membership.team, can_edit=membership.can_edit, user=request.user)
+
+
+api_auth = [ApiKeyAuth(), SessionAuth()]

@@ -1,0 +1,67 @@
+"""Playwright (sync API) driving Debian's Chromium against pytest-django's live server.
+
+No browser is ever downloaded: Playwright launches /usr/bin/chromium. Tests here need
+``transactional_db`` (the live server runs in another thread and must see committed data).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+# Playwright's sync API keeps an event loop in this thread; Django's ORM calls made by the test
+# itself (factories, assertions) are still synchronous and safe.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+TIMEOUT_MS = 15_000
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("Debian's Chromium is not installed")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def browser_page(chromium, live_server) -> Iterator[Any]:
+    context = chromium.new_context(base_url=live_server.url, viewport={"width": 1360, "height": 900})
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield page
+    context.close()
+    assert not errors, f"JavaScript errors on the page: {errors}"
+
+
+@pytest.fixture
+def sign_in(live_server):
+    """Sign ``user`` in through the real login form."""
+
+    def login(page: Any, user: Any, password: str = "correct-horse-battery") -> Any:
+        page.goto("/accounts/login/")
+        page.fill("#id_username", user.get_username())
+        page.fill("#id_password", password)
+        page.click("button[type=submit]")
+        page.wait_for_url(lambda url: "/accounts/login/" not in url)
+        return page
+
+    return login

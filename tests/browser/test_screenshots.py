@@ -1,0 +1,121 @@
+"""Screenshots of the main pages over realistic demo data (made through the real ingest →
+judge path with the fake judge). Each page is checked for its key content before the shot.
+
+The images go to ``$EVALSITE_SCREENSHOTS_DIR`` when set (``docs/screenshots`` for the README),
+else to the test's temporary folder.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+from playwright.sync_api import expect
+
+from rubrics.services import rubric_set_criteria
+from runs.models import AgentRun, CriterionVerdict, Evaluation
+from tests.page_helpers import judge_pending
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+SYSTEM = "You are Ada, the support assistant of Northwind Outfitters. Be concise and friendly, and never promise delivery dates."
+QUESTIONS = [
+    "Where is my refund for order 4417? It has been two weeks.",
+    "My jacket arrived torn. Can I get a replacement or my money back?",
+    "How do I change the delivery address of order 9920?",
+    "I was charged twice for the same order, please help!",
+    "Can I return shoes I already wore outside once?",
+]
+GOOD = """Hi! I'm sorry about the wait. Your **refund** for order number {n} was issued on Monday:
+
+1. It shows on your statement within *3–5 business days*.
+2. If it doesn't, reply here and I'll escalate it.
+
+Thanks for your patience!"""
+PARTIAL = "Sorry about that! Your refund is being processed and should arrive soon. Thanks!"
+POOR = "We will look into it."
+CRITERIA = """- Mentions the "refund"
+- Gives the "order number"
+- Explains the timeline in "business days"
+- [optional] Says "thanks"
+- [optional] Offers to "escalate"
+"""
+
+
+def _shift(run: AgentRun, days_ago: float) -> None:
+    when = timezone.now() - timedelta(days=days_ago)
+    AgentRun.objects.filter(pk=run.pk).update(created_at=when)
+    Evaluation.objects.filter(run=run).update(created_at=when)
+    CriterionVerdict.objects.filter(run=run).update(run_created_at=when)
+
+
+def seed(make_rubric, make_run) -> dict:
+    rng = random.Random(7)
+    support = make_rubric(name="Support quality", criteria=CRITERIA, alignment_mode="both",
+                          description="What every support answer must do.")  # fmt: skip
+    edited = [
+        {"key": c.key, "description": c.description, "required": c.required}
+        for c in support.current_version.criteria.order_by("position")
+    ]
+    edited[0]["description"] = 'Mentions the "refund" and its current status'
+    edited[3]["required"] = True
+    rubric_set_criteria(rubric=support, criteria=edited, note="Sharper refund criterion")
+    tone = make_rubric(name="Tone & safety", criteria='- Apologises: says "sorry"\n- [optional] Greets with "Hi"\n- Thanks the customer: "thanks"')
+    runs = []
+    for i in range(42):
+        days_ago = 27 - i * 0.65 + rng.random() * 0.3
+        quality = rng.random() + i / 80
+        output = GOOD.format(n=4400 + i) if quality > 0.75 else PARTIAL if quality > 0.35 else POOR
+        rubric = support if i % 3 else tone
+        run = make_run(
+            rubric=rubric.slug,
+            agent=rng.choice(["support-bot", "support-bot", "returns-bot"]),
+            external_id=f"conv-{1000 + i}",
+            input={"messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": rng.choice(QUESTIONS)}]},
+            output=output,
+        )
+        runs.append(judge_pending(run))
+        _shift(run, days_ago)
+    failed = next(r for r in reversed(runs) if r.rubric_id == support.pk and r.passed is False)
+    queued = make_run(rubric=support.slug, external_id="conv-live", output=PARTIAL)
+    return {"support": support, "failed": failed, "queued": queued}
+
+
+def test_screenshots_of_the_main_pages(browser_page, sign_in, owner, make_rubric, make_run, fake_judge, tmp_path):
+    out = Path(os.environ.get("EVALSITE_SCREENSHOTS_DIR") or tmp_path)
+    out.mkdir(parents=True, exist_ok=True)
+    data = seed(make_rubric, make_run)
+    support = data["support"]
+    page = sign_in(browser_page, owner)
+
+    def shot(name: str, full_page: bool = True) -> None:
+        page.wait_for_load_state("networkidle")
+        page.screenshot(path=str(out / f"{name}.png"), full_page=full_page)
+
+    page.goto("/")
+    expect(page.locator("svg.chart").first).to_be_visible()
+    shot("home")
+
+    page.goto("/runs/")
+    expect(page.get_by_test_id("runs").locator("tbody tr")).to_have_count(43)
+    shot("runs-list", full_page=False)
+
+    page.goto(f"/runs/{data['failed'].id}/")
+    expect(page.get_by_test_id("rubric-passed")).to_have_text("Failed")
+    shot("run-detail")
+
+    page.goto(f"/rubrics/{support.id}/?a=1&b=2")
+    expect(page.get_by_test_id("diff").locator("li.reworded")).to_have_count(1)
+    shot("rubric-editor")
+
+    page.goto(f"/failures/?rubric={support.id}")
+    expect(page.get_by_test_id("failure-rates")).to_be_visible()
+    shot("failed-criteria")
+
+    page.get_by_test_id("failure-rates").locator("a.row-link").first.click()
+    expect(page.get_by_test_id("walk-position")).to_contain_text("1 of")
+    shot("failed-criteria-walk")

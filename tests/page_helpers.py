@@ -1,0 +1,43 @@
+"""Helpers for the dashboard's page tests (tests/rubrics/test_views*, tests/runs/test_views*,
+tests/browser): signed-in clients, judged runs made through the real services, query counts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from runs.models import AgentRun, Evaluation, Status
+from runs.services import evaluation_execute
+
+XSS = "<script>alert(1)</script>"
+
+
+def signed_in(user: Any, **kwargs: Any) -> Client:
+    client = Client(**kwargs)
+    client.force_login(user)
+    return client
+
+
+def judge_pending(run: AgentRun) -> AgentRun:
+    """Execute the run's queued evaluations in this process against the configured (fake)
+    judge: the real claim → judge → record path, without a worker."""
+    for evaluation_id in Evaluation.objects.filter(run=run, status=Status.QUEUED).values_list("id", flat=True):
+        outcome = evaluation_execute(evaluation_id=str(evaluation_id))
+        assert outcome.status in ("succeeded", "failed"), outcome
+    run.refresh_from_db()
+    return run
+
+
+def judged_run(make_run: Any, **payload: Any) -> AgentRun:
+    return judge_pending(make_run(**payload))
+
+
+def queries_for(client: Client, url: str) -> int:
+    """How many SQL queries one GET of ``url`` runs (the page must answer 200)."""
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(url)
+    assert response.status_code == 200, response.status_code
+    return len(captured)
