@@ -156,6 +156,8 @@ if CELERY_BROKER_URL.startswith("filesystem"):
         "data_folder_out": str(BROKER_DIR / "queue"),
         "processed_folder": str(BROKER_DIR / "processed"),
         "store_processed": False,
+        # The filesystem transport polls; the default (1 s) would idle a worker between bursts.
+        "polling_interval": 0.1,
     }
 elif CELERY_BROKER_URL.startswith(("redis", "rediss")):
     # A message whose worker died is redelivered after this; the lease sweeper usually

@@ -174,6 +174,13 @@ def _uses_json_schema(config: JudgeConfig) -> bool:
     return _schema_support[config.model]
 
 
+_CUSTOM_PRICE_KEYS = ("input_cost_per_token", "output_cost_per_token")
+# For a model litellm has no price for, it still tries to price every answer, failing through a
+# slow search of its price map (about a tenth of a call's CPU). A zero per-call price (a litellm
+# feature) short-cuts that; we report such calls' cost as unknown (None) all the same.
+_ZERO_PRICE = dict.fromkeys(_CUSTOM_PRICE_KEYS, 0.0)
+
+
 def _is_priced(model: str) -> bool:
     if model not in _priced:
         info = _model_info(model) or {}
@@ -181,16 +188,26 @@ def _is_priced(model: str) -> bool:
     return _priced[model]
 
 
-def _cost(model: str, response: Any, prompt_tokens: int | None, completion_tokens: int | None):
-    if not _is_priced(model):
+def _has_custom_price(config: JudgeConfig) -> bool:
+    return any(k in config.extra for k in _CUSTOM_PRICE_KEYS)
+
+
+def _cost(
+    config: JudgeConfig, response: Any, prompt_tokens: int | None, completion_tokens: int | None
+):
+    """USD cost when litellm knows the price (its map, or prices given in `extra`), else None."""
+    custom = _has_custom_price(config)
+    if not (custom or _is_priced(config.model)):
         return None
     hidden = getattr(response, "_hidden_params", None) or {}
     known = hidden.get("response_cost") if isinstance(hidden, dict) else None
-    if isinstance(known, int | float):
-        return float(known)
+    if isinstance(known, int | float) or custom:
+        return float(known) if isinstance(known, int | float) else None
     try:
         prompt_cost, completion_cost = litellm.cost_per_token(
-            model=model, prompt_tokens=prompt_tokens or 0, completion_tokens=completion_tokens or 0
+            model=config.model,
+            prompt_tokens=prompt_tokens or 0,
+            completion_tokens=completion_tokens or 0,
         )
         return float(prompt_cost + completion_cost)
     except Exception:  # noqa: BLE001 - a price lookup must never fail a verdict
@@ -322,7 +339,8 @@ class _Answer:
 
 
 def _request_kwargs(config: JudgeConfig, messages: list[dict], response_format: dict) -> dict:
-    kwargs: dict[str, Any] = dict(config.extra)
+    unpriced = not (_has_custom_price(config) or _is_priced(config.model))
+    kwargs: dict[str, Any] = {**_ZERO_PRICE, **config.extra} if unpriced else dict(config.extra)
     kwargs.update(
         model=config.model,
         messages=messages,
@@ -377,7 +395,7 @@ async def _call_once(
             raw_response=content,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
-            cost=_cost(config.model, response, prompt_tokens, completion_tokens),
+            cost=_cost(config, response, prompt_tokens, completion_tokens),
             latency_ms=latency,
         )
     )

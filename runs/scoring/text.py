@@ -11,9 +11,9 @@ from typing import Any
 
 from .types import CriteriaSource, Criterion
 
-# One leading list marker, which only counts when whitespace follows it: that rule keeps
-# "1.5 GB limit respected" and "*emphasis* text" intact. Checkboxes come first so "- [ ] x"
-# loses the whole "- [ ]" rather than just the dash.
+# One leading list marker, which only counts when whitespace or the end of the line follows it:
+# that rule keeps "1.5 GB limit respected" and "*emphasis* text" intact. Checkboxes come first
+# so "- [ ] x" loses the whole "- [ ]" rather than just the dash.
 _MARKER = re.compile(
     r"""^(?:
         [-*+•]\s+\[[ xX]\]      # - [ ] / - [x] checkbox
@@ -21,7 +21,7 @@ _MARKER = re.compile(
       | \d{1,9}[.)]             # 1.  1)
       | [A-Za-z][)]             # a)
       | \(\d{1,9}\)             # (1)
-    )(?=\s)""",
+    )(?=\s|$)""",
     re.VERBOSE,
 )
 _HEADING = re.compile(r"^#{1,6}(?:\s|$)")

@@ -36,7 +36,7 @@ from ..models import AgentRun, CriterionVerdict, Evaluation, Kind, Status
 from ..ratelimit import judge_admit, limit_for
 from .estimates import evaluation_plan
 from .evaluations import evaluation_publish_later
-from .results import record_failure, record_success
+from .results import record_failure, record_success, run_refresh
 
 logger = logging.getLogger(__name__)
 
@@ -230,16 +230,19 @@ def _transient(evaluation: Evaluation, token: uuid.UUID, exc: TransientJudgeErro
         return Outcome("failed")
     delay = max(exc.retry_after or 0.0, min(2.0 ** attempts, 300.0))
     now = timezone.now()
-    requeued = Evaluation.objects.filter(
-        id=evaluation.id, status=Status.RUNNING, lease_token=token
-    ).update(
-        status=Status.QUEUED,
-        lease_token=None,
-        lease_expires_at=None,
-        not_before=now + timedelta(seconds=delay),
-        enqueued_at=now,
-        error=f"attempt {attempts} failed, retrying in {delay:.0f}s: {exc}",
-    )
+    with transaction.atomic():
+        requeued = Evaluation.objects.filter(
+            id=evaluation.id, status=Status.RUNNING, lease_token=token
+        ).update(
+            status=Status.QUEUED,
+            lease_token=None,
+            lease_expires_at=None,
+            not_before=now + timedelta(seconds=delay),
+            enqueued_at=now,
+            error=f"attempt {attempts} failed, retrying in {delay:.0f}s: {exc}",
+        )
+        if requeued:
+            run_refresh(evaluation.run_id)
     if not requeued:
         return Outcome("lost_lease")
     evaluation_publish_later(str(evaluation.id), countdown=delay)
