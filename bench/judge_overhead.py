@@ -10,7 +10,8 @@ flight:
   engine-no-fast-path
            the same with the fast path switched off (ablation: what `_fast_path` buys)
 
-and prints calls/s and efficiency = ideal time (N × L / C) / measured time.
+and prints calls/s, efficiency = ideal time (N × L / C) / measured time, and the client
+process's CPU time per call (the figure least disturbed by other load on the machine).
 
     .venv/bin/python bench/judge_overhead.py --calls 2000 --concurrency 32 --latency 0.2
 """
@@ -52,7 +53,9 @@ def prompt(i: int) -> list[dict]:
     from runs.scoring.prompts import rubric_messages
 
     output = " ".join(f"word{n}" for n in range(5)) + f" (run {i})"
-    return rubric_messages(task=f"Task {i}: list the words.", system=None, output=output, criteria=CRITERIA)
+    return rubric_messages(
+        task=f"Task {i}: list the words.", system=None, output=output, criteria=CRITERIA
+    )
 
 
 async def run_calls(one, calls: int, concurrency: int) -> float:
@@ -63,9 +66,9 @@ async def run_calls(one, calls: int, concurrency: int) -> float:
             await one(i)
 
     await asyncio.gather(*(limited(-1 - i) for i in range(concurrency)))  # warm-up: connections
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(limited(i) for i in range(calls)))
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 def bare_one(url: str, schema: dict):
@@ -98,7 +101,9 @@ def engine_one(url: str, fast: bool):
     validate = partial(validate_verdicts, asked=asked)
 
     async def one(i: int) -> None:
-        await judge.complete_json(config, prompt(i), schema_name="rubric_verdicts", schema=schema, validate=validate)
+        await judge.complete_json(
+            config, prompt(i), schema_name="rubric_verdicts", schema=schema, validate=validate
+        )
 
     return one
 
@@ -110,19 +115,23 @@ def child(mode: str, url: str, calls: int, concurrency: int) -> None:
         one = bare_one(url, rubric_schema([c for c, _ in CRITERIA]))
     else:
         one = engine_one(url, fast=mode == "engine")
-    print(asyncio.run(run_calls(one, calls, concurrency)))
+    elapsed, cpu = asyncio.run(run_calls(one, calls, concurrency))
+    print(elapsed, cpu)
 
 
-def measure(mode: str, url: str, args: argparse.Namespace) -> float:
+def measure(mode: str, url: str, args: argparse.Namespace) -> tuple[float, float]:
     cmd = [sys.executable, __file__, "--child", mode, "--url", url]
     cmd += ["--calls", str(args.calls), "--concurrency", str(args.concurrency)]
     env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", PYTHONPATH=str(ROOT))
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
-    return float(out.stdout.strip().splitlines()[-1])
+    elapsed, cpu = out.stdout.strip().splitlines()[-1].split()
+    return float(elapsed), float(cpu)
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--calls", type=int, default=2000)
     p.add_argument("--concurrency", type=int, default=32)
     p.add_argument("--latency", type=float, default=0.2)
@@ -134,18 +143,29 @@ def main() -> None:
         return child(args.child, args.url, args.calls, args.concurrency)
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "tests.fake_judge", "--port", str(port), "--latency", str(args.latency)],
+        [
+            sys.executable,
+            "-m",
+            "tests.fake_judge",
+            "--port",
+            str(port),
+            "--latency",
+            str(args.latency),
+        ],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
     )
     try:
         wait_port(port)
         ideal = args.calls * args.latency / args.concurrency
-        print(f"N={args.calls} calls, C={args.concurrency} in flight, L={args.latency * 1000:.0f} ms, ideal {ideal:.2f} s")
+        print(
+            f"N={args.calls} calls, C={args.concurrency} in flight, L={args.latency * 1000:.0f} ms, ideal {ideal:.2f} s"
+        )
         for mode in args.modes.split(","):
-            elapsed = measure(mode, f"http://127.0.0.1:{port}/v1", args)
+            elapsed, cpu = measure(mode, f"http://127.0.0.1:{port}/v1", args)
             print(
-                f"{mode:>20}: {elapsed:6.2f} s  {args.calls / elapsed:7.1f} calls/s  efficiency {ideal / elapsed:.2f}"
+                f"{mode:>20}: {elapsed:6.2f} s  {args.calls / elapsed:7.1f} calls/s  "
+                f"efficiency {ideal / elapsed:.2f}  client CPU {cpu / args.calls * 1000:.2f} ms/call"
             )
     finally:
         server.terminate()

@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "teams",
     "rubrics",
     "runs",
+    "reviews",
 ]
 
 MIDDLEWARE = [
@@ -192,7 +193,7 @@ EVALSITE_PAGE_SIZE_MAX = env_int("EVALSITE_PAGE_SIZE_MAX", 200)
 EVALSITE_MAX_BULK_BYTES = env_int("EVALSITE_MAX_BULK_BYTES", 20_000_000)
 # Django refuses bodies above this outright; the API's own limits (a 413 with a message) are
 # the real ones, so this sits just above the largest of them.
-DATA_UPLOAD_MAX_MEMORY_SIZE = max(EVALSITE_MAX_BULK_BYTES, 2 * EVALSITE_MAX_RUN_BYTES) + 65_536
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(EVALSITE_MAX_BULK_BYTES, 3 * EVALSITE_MAX_RUN_BYTES) + 65_536
 
 # --- Re-scoring and judge rate limits (runs/services/rescore.py, runs/ratelimit.py) -----------
 # Requests and tokens per minute per judge model, shared by all workers; 0 = unlimited.
@@ -211,6 +212,14 @@ EVALSITE_RESCORE_MAX_RUNS = env_int("EVALSITE_RESCORE_MAX_RUNS", 20_000)
 EVALSITE_WEBHOOK_TIMEOUT = env_float("EVALSITE_WEBHOOK_TIMEOUT", 10.0)
 EVALSITE_WEBHOOK_MAX_RETRIES = env_int("EVALSITE_WEBHOOK_MAX_RETRIES", 8)
 EVALSITE_WEBHOOK_BACKOFF = env_float("EVALSITE_WEBHOOK_BACKOFF", 2.0)
+
+# --- Human review and judge calibration (reviews/) --------------------------------------------
+# Criteria whose judge–human Cohen's kappa is below this are flagged on the rubric's pages.
+EVALSITE_REVIEW_KAPPA_THRESHOLD = env_float("EVALSITE_REVIEW_KAPPA_THRESHOLD", 0.4)
+# A criterion is flaky when its verdict flips on more than this share of re-judged runs.
+EVALSITE_REVIEW_FLIP_THRESHOLD = env_float("EVALSITE_REVIEW_FLIP_THRESHOLD", 0.1)
+# A reviewer's claim on a queued run lasts this long without activity.
+EVALSITE_REVIEW_CLAIM_SECONDS = env_int("EVALSITE_REVIEW_CLAIM_SECONDS", 600)
 
 CELERY_BEAT_SCHEDULE = {
     "sweep-evaluations": {"task": "runs.tasks.sweep", "schedule": EVALSITE_SWEEP_INTERVAL},

@@ -11,7 +11,7 @@ from ninja import Field, Path, Query, Router, Schema, Status
 from pydantic import ConfigDict
 
 from evalsite.schemas import with_errors
-from teams.api import caller, editor
+from teams.api import Caller, caller, editor
 
 from .models import Rubric, RubricVersion
 from .selectors import rubric_get, rubric_version_get, rubric_versions_page, rubrics_list
@@ -188,6 +188,12 @@ def _found(request: HttpRequest, ref: str) -> Rubric:
     return rubric
 
 
+def _editable(request: HttpRequest, ref: str) -> tuple[Rubric, Caller]:
+    """The team's rubric (else 404) and its caller, who must be allowed to write (else 403)."""
+    rubric = _found(request, ref)
+    return rubric, editor(request)
+
+
 def _reloaded(request: HttpRequest, rubric: Rubric) -> dict[str, Any]:
     """The rubric as stored, with its current version's criteria (after a write)."""
     return _rubric(_found(request, str(rubric.id)))
@@ -236,19 +242,19 @@ def get_rubric(request: HttpRequest, rubric: str = RubricRef):
 @router.patch("/{rubric}", response=with_errors({200: RubricOut}, 400, 404, 413))
 def update_rubric(request: HttpRequest, payload: RubricPatch, rubric: str = RubricRef):
     """Change settings; only the fields sent change."""
-    editor(request)
+    found, _ = _editable(request, rubric)
     fields = payload.model_dump(exclude_unset=True)
     if "judge_params" in fields:
         fields["judge_params"] = payload.judge_params.model_dump(exclude_none=True)
-    updated = rubric_update(rubric=_found(request, rubric), **fields)
+    updated = rubric_update(rubric=found, **fields)
     return _reloaded(request, updated)
 
 
 @router.post("/{rubric}/archive", response=with_errors({200: RubricOut}, 404))
 def archive_rubric(request: HttpRequest, rubric: str = RubricRef):
     """Archive: new runs can no longer name it; its runs and results stay. Idempotent."""
-    editor(request)
-    return _reloaded(request, rubric_archive(rubric=_found(request, rubric)))
+    found, _ = _editable(request, rubric)
+    return _reloaded(request, rubric_archive(rubric=found))
 
 
 @router.put(
@@ -257,9 +263,9 @@ def archive_rubric(request: HttpRequest, rubric: str = RubricRef):
 def set_criteria(request: HttpRequest, payload: CriteriaIn, rubric: str = RubricRef):
     """Replace the criteria: 201 with the new version. Criteria identical to the current
     version's (same text, required flags and order) create nothing: 200 with the current one."""
-    who = editor(request)
+    found, who = _editable(request, rubric)
     version, created = rubric_set_criteria(
-        rubric=_found(request, rubric),
+        rubric=found,
         criteria=_criteria(payload.criteria),
         user=who.user,
         note=payload.note,

@@ -123,32 +123,33 @@ class RubricRow:
 
 
 def rubric_rows(*, team: Team, include_archived: bool = False) -> list[RubricRow]:
-    """The rubric list: current version, criteria count, 30-day pass rate, last run. Three
-    queries whatever the number of rubrics."""
+    """The rubric list: current version, criteria count, and over the last 30 days the pass
+    rate and the newest run. Three queries whatever the number of rubrics; the run counts are
+    an index-only scan of the window (run_team_day_result)."""
     from runs.models import AgentRun
 
     rubrics = Rubric.objects.filter(team=team).select_related("current_version")
     if not include_archived:
         rubrics = rubrics.filter(archived_at__isnull=True)
     rows = {r.id: RubricRow(rubric=r) for r in rubrics}
-    version_ids = [
-        r.rubric.current_version_id for r in rows.values() if r.rubric.current_version_id
-    ]
+    version_ids = [r.rubric.current_version_id for r in rows.values() if r.rubric.current_version_id]
     counts = dict(
         Criterion.objects.filter(version_id__in=version_ids)
         .values("version_id")
-        .annotate(n=Count("id"))
+        .annotate(n=Count("position"))
+        .order_by()
         .values_list("version_id", "n")
     )
     since = timezone.now() - PASS_RATE_WINDOW
     stats = (
-        AgentRun.objects.filter(team=team, rubric_id__in=list(rows))
+        AgentRun.objects.filter(team=team, created_at__gte=since, rubric_id__in=list(rows))
         .values("rubric_id")
         .annotate(
-            judged=Count("id", filter=Q(passed__isnull=False, created_at__gte=since)),
-            passed=Count("id", filter=Q(passed=True, created_at__gte=since)),
+            judged=Count("created_at", filter=Q(passed__isnull=False)),
+            passed=Count("created_at", filter=Q(passed=True)),
             last=Max("created_at"),
         )
+        .order_by()
     )
     for s in stats:
         row = rows[s["rubric_id"]]
@@ -203,18 +204,20 @@ def rubric_versions(*, rubric: Rubric) -> list[VersionRow]:
     it (distinct runs with a succeeded evaluation). Two queries."""
     from runs.models import Evaluation, Status
 
-    versions = (
+    versions = list(
         RubricVersion.objects.filter(rubric=rubric)
         .select_related("created_by")
         .annotate(criteria_count=Count("criteria"))
         .order_by("-number")
     )
+    # Read from the eval_version_runs index alone (the evaluation rows are wide).
     judged = dict(
         Evaluation.objects.filter(
-            rubric=rubric, status=Status.SUCCEEDED, rubric_version__isnull=False
+            rubric_version_id__in=[v.id for v in versions], status=Status.SUCCEEDED
         )
         .values("rubric_version_id")
         .annotate(n=Count("run_id", distinct=True))
+        .order_by()
         .values_list("rubric_version_id", "n")
     )
     return [VersionRow(v, v.criteria_count, judged.get(v.id, 0)) for v in versions]  # type: ignore[attr-defined]
@@ -296,21 +299,21 @@ def rubric_failure_rates(*, rubric: Rubric, version: RubricVersion) -> list[Crit
     from runs.models import CriterionVerdict
 
     criteria = version_criteria(version_id=version.id)
+    # Criterion rows belong to one version of this rubric, so their ids scope the count; it
+    # is read from the verdict_criterion_stats index alone.
     stats = {
-        row["criterion_key"]: row
-        for row in CriterionVerdict.objects.filter(
-            team_id=rubric.team_id,
-            rubric=rubric,
-            criterion_key__in=[c.key for c in criteria],
-            is_current=True,
-            criterion_id__in=[c.id for c in criteria],
+        row["criterion_id"]: row
+        for row in CriterionVerdict.objects.filter(criterion_id__in=[c.id for c in criteria], is_current=True)
+        .values("criterion_id")
+        .annotate(
+            judged=Count("criterion_id"),
+            failed=Count("criterion_id", filter=Q(satisfied=False)),
         )
-        .values("criterion_key")
-        .annotate(judged=Count("id"), failed=Count("id", filter=Q(satisfied=False)))
+        .order_by()
     }
     rows = [
         CriterionFailures(
-            c, stats.get(c.key, {}).get("judged", 0), stats.get(c.key, {}).get("failed", 0)
+            c, stats.get(c.id, {}).get("judged", 0), stats.get(c.id, {}).get("failed", 0)
         )
         for c in criteria
     ]

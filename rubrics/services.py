@@ -242,7 +242,11 @@ def _version_create(
     )
     Criterion.objects.bulk_create(
         Criterion(
-            version=version, key=c.key, position=i, description=c.description, required=c.required
+            version=version,
+            key=c.key or "",
+            position=i,
+            description=c.description,
+            required=c.required,
         )
         for i, c in enumerate(keyed)
     )
@@ -254,8 +258,12 @@ def _version_create(
 def _same_criteria(version: RubricVersion | None, criteria: Sequence[CriterionInput]) -> bool:
     if version is None:
         return not criteria
-    current = [(c.key, c.description, c.required) for c in version.criteria.order_by("position")]
-    wanted = [(c.key, c.description.strip(), c.required) for c in criteria]
+    current: list[tuple[str | None, str, bool]] = [
+        (c.key, c.description, c.required) for c in version.criteria.order_by("position")
+    ]
+    wanted: list[tuple[str | None, str, bool]] = [
+        (c.key, c.description.strip(), c.required) for c in criteria
+    ]
     if any(k is None for k, _, _ in wanted):
         current = [(None, d, r) for _, d, r in current]
         wanted = [(None, d, r) for _, d, r in wanted]

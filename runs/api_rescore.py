@@ -32,7 +32,9 @@ from .services.rescore import (
 
 router = Router(tags=["re-scoring"])
 
-BatchStatusChoice = Literal["queued", "running", "completed", "completed_with_failures", "cancelled"]
+BatchStatusChoice = Literal[
+    "queued", "running", "completed", "completed_with_failures", "cancelled"
+]
 IdempotencyKey = Header(
     None,
     alias="Idempotency-Key",
@@ -50,7 +52,10 @@ class _RescoreOptions(Schema):
         None, max_length=200, description="Another judge model (litellm model string)"
     )
     target_version: int | None = Field(
-        None, ge=1, le=2_147_483_647, description="Version number to score against (default: current)"
+        None,
+        ge=1,
+        le=2_147_483_647,
+        description="Version number to score against (default: current)",
     )
     force: bool = Field(False, description="Judge every criterion again, reusing no verdict")
     dry_run: bool = Field(False, description="Answer 200 with the estimate; queue nothing")
@@ -180,7 +185,11 @@ def rescore(request: HttpRequest, body: RescoreIn, idempotency_key: str | None =
     202 with the batch (estimate included); 200 with the estimate alone for `dry_run`."""
     who = editor(request)
     rubric = _rubric(who.team, body.rubric)
-    options = {"target_version": body.target_version, "judge": body.judge, "force": body.force}
+    options: dict[str, Any] = {
+        "target_version": body.target_version,
+        "judge": body.judge,
+        "force": body.force,
+    }
     try:
         if body.dry_run:
             estimate = batch_estimate(team=who.team, rubric=rubric, scope=_scope(body), **options)
@@ -200,14 +209,17 @@ def rescore(request: HttpRequest, body: RescoreIn, idempotency_key: str | None =
     operation_id="rescore_run",
 )
 def rescore_run(
-    request: HttpRequest, run_id: UUID, body: RunRescoreIn, idempotency_key: str | None = IdempotencyKey
+    request: HttpRequest,
+    run_id: UUID,
+    body: RunRescoreIn,
+    idempotency_key: str | None = IdempotencyKey,
 ):
     """Re-score one run (against its rubric unless `rubric` names another) as a batch of one."""
     who = editor(request)
     run = run_get(team=who.team, run_id=run_id)
     if run is None:
         raise Http404("No such run in this team")
-    options = {
+    options: dict[str, Any] = {
         "rubric": _rubric(who.team, body.rubric),
         "target_version": body.target_version,
         "judge": body.judge,
@@ -244,7 +256,9 @@ def list_batches(
     }
 
 
-@router.get("/batches/{batch_id}", response=with_errors({200: BatchOut}, 404), operation_id="get_batch")
+@router.get(
+    "/batches/{batch_id}", response=with_errors({200: BatchOut}, 404), operation_id="get_batch"
+)
 def get_batch(request: HttpRequest, batch_id: UUID):
     """A batch: counts by status, progress, estimate vs actual usage, failures with messages."""
     batch = batch_get(team=caller(request).team, batch_id=batch_id)

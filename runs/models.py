@@ -77,6 +77,11 @@ class AgentRun(models.Model):
             models.Index(fields=["team", "status", "-created_at"], name="run_team_status"),
             # Runs list filtered by agent.
             models.Index(fields=["team", "agent", "-created_at"], name="run_team_agent"),
+            # Home page pass rates and the rubric list's 30-day counts: an index-only scan of
+            # the window (PostgreSQL reads rubric and passed from the index, not the wide rows).
+            models.Index(
+                fields=["team", "created_at"], include=["rubric", "passed"], name="run_team_day_result"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -151,6 +156,9 @@ class Evaluation(models.Model):
         RescoreBatch, null=True, blank=True, on_delete=models.SET_NULL, related_name="evaluations"
     )
     force = models.BooleanField(default=False)
+    # Judged for human-review calibration (a golden-set run or a consistency check, see
+    # reviews.services): never the run's current result and never counted in its status.
+    calibration = models.BooleanField(default=False)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     attempts = models.PositiveIntegerField(default=0)
     lease_token = models.UUIDField(null=True, blank=True)
@@ -205,9 +213,10 @@ class Evaluation(models.Model):
             ),
             # A run never has two pending rubric evaluations for the same version and judge:
             # a duplicate re-score request or a re-score racing another one adds nothing.
+            # Calibration evaluations are exempt: a consistency check judges a run N times.
             models.UniqueConstraint(
                 fields=["run", "rubric_version", "judge_model"],
-                condition=Q(kind="rubric", status__in=["queued", "running"]),
+                condition=Q(kind="rubric", status__in=["queued", "running"], calibration=False),
                 name="evaluation_one_pending_per_version_judge",
             ),
         ]
@@ -220,6 +229,15 @@ class Evaluation(models.Model):
             models.Index(fields=["team", "status", "-created_at"], name="eval_team_status"),
             # Batch progress counts.
             models.Index(fields=["batch", "status"], name="eval_batch_status"),
+            # Home page: evaluations per day by status, alignment band and judge usage, read
+            # from the index alone (the rows carry the judge's prompts and are wide).
+            models.Index(
+                fields=["team", "created_at"],
+                include=["kind", "status", "is_current", "band", "prompt_tokens", "completion_tokens", "cost", "judge_calls"],
+                name="eval_team_day_usage",
+            ),
+            # Rubric editor: distinct runs judged on each version.
+            models.Index(fields=["rubric_version", "status"], include=["run"], name="eval_version_runs"),
         ]
 
     def __str__(self) -> str:
@@ -264,6 +282,8 @@ class CriterionVerdict(models.Model):
             ),
             # Verdict reuse: look up a prior verdict by key.
             models.Index(fields=["team", "verdict_key"], name="verdict_reuse_key"),
+            # Failed-criteria review: failure counts per criterion of one version (index-only).
+            models.Index(fields=["criterion", "is_current", "satisfied"], name="verdict_criterion_stats"),
         ]
 
 

@@ -70,7 +70,10 @@ def limit_for(model: str) -> Limit:
 
 def _draws(model: str, limit: Limit, requests: int, tokens: int) -> list[Draw]:
     draws = []
-    for name, per_minute, cost in (("requests", limit.rpm, requests), ("tokens", limit.tpm, tokens)):
+    for name, per_minute, cost in (
+        ("requests", limit.rpm, requests),
+        ("tokens", limit.tpm, tokens),
+    ):
         if per_minute > 0:
             # A call bigger than a whole minute's allowance would never fit: let it take all.
             draws.append(
@@ -217,7 +220,9 @@ def judge_acquire(*, model: str, tokens: int, requests: int = 1) -> float:
     return backend().take(_draws(model, limit, requests, tokens))
 
 
-def judge_admit(*, model: str, tokens: int, requests: int = 1, max_wait: float | None = None) -> float:
+def judge_admit(
+    *, model: str, tokens: int, requests: int = 1, max_wait: float | None = None
+) -> float:
     """Wait for the limiter up to ``max_wait`` seconds in all (default
     EVALSITE_RATE_MAX_WAIT). Returns 0 once admitted, else how much longer the caller would
     have to wait: the caller then defers the work instead of holding a worker thread."""

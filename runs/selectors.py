@@ -248,9 +248,11 @@ def _after(cursor: str, *, oldest: bool = False) -> Q:
         raise InvalidCursor("not a cursor returned by this list") from exc
     if created is None:
         raise InvalidCursor("not a cursor returned by this list")
+    # The redundant bound on created_at alone is what lets PostgreSQL start the index scan at
+    # the cursor; with only the OR it walks the index from the top (slow on deep pages).
     if oldest:
-        return Q(created_at__gt=created) | Q(created_at=created, id__gt=run_id)
-    return Q(created_at__lt=created) | Q(created_at=created, id__lt=run_id)
+        return Q(created_at__gte=created) & (Q(created_at__gt=created) | Q(created_at=created, id__gt=run_id))
+    return Q(created_at__lte=created) & (Q(created_at__lt=created) | Q(created_at=created, id__lt=run_id))
 
 
 def run_get(*, team: Team, run_id: Any) -> AgentRun | None:
@@ -417,61 +419,77 @@ BANDS = ("excellent", "very good", "good", "moderate", "poor", "very poor")
 
 
 def home_overview(*, team: Team, days: int = 30) -> HomeOverview:
-    """The home page's charts over the last ``days`` days, bucketed by UTC day. Five
-    aggregate queries, each served by a (team, …, created_at) index."""
+    """The home page's charts over the last ``days`` days, bucketed by UTC day: one grouped
+    query over runs, one over evaluations (both index-only on PostgreSQL, see the
+    run_team_day_result and eval_team_day_usage indexes), one for rubric names."""
     from django.db.models import Count, F, Sum
     from django.db.models.functions import TruncDate
     from django.utils import timezone
 
+    from rubrics.models import Rubric
+
     today = timezone.now().astimezone(UTC).date()
     day_list = [today - timedelta(days=i) for i in range(days - 1, -1, -1)]
     since = datetime.combine(day_list[0], datetime.min.time(), tzinfo=UTC)
-    runs = AgentRun.objects.filter(team=team, created_at__gte=since)
-    per_rubric = (
-        runs.filter(rubric__isnull=False, passed__isnull=False)
+    run_rows = (
+        AgentRun.objects.filter(team=team, created_at__gte=since)
         .annotate(day=TruncDate("created_at", tzinfo=UTC))
-        .values("rubric_id", "rubric__name", "day")
-        .annotate(judged=Count("id"), passed=Count("id", filter=Q(passed=True)))
+        .values("rubric_id", "day", "passed")
+        .annotate(n=Count("created_at"))
+        .order_by()
     )
-    series: dict[Any, dict[str, Any]] = {}
-    for row in per_rubric:
-        entry = series.setdefault(
-            row["rubric_id"], {"id": row["rubric_id"], "name": row["rubric__name"], "points": {}}
-        )
-        entry["points"][row["day"]] = (row["passed"], row["judged"])
-    totals = runs.aggregate(
-        total=Count("id"),
-        judged=Count("id", filter=Q(passed__isnull=False)),
-        passed=Count("id", filter=Q(passed=True)),
-    )
-    evaluations = Evaluation.objects.filter(team=team, created_at__gte=since)
-    bands = dict(
-        evaluations.filter(kind="alignment", is_current=True)
-        .values("band")
-        .annotate(n=Count("id"))
-        .values_list("band", "n")
-    )
-    statuses = dict(evaluations.values("status").annotate(n=Count("id")).values_list("status", "n"))
-    usage = {
-        row["day"]: row
-        for row in evaluations.annotate(day=TruncDate("created_at", tzinfo=UTC))
-        .values("day")
+    eval_rows = (
+        Evaluation.objects.filter(team=team, created_at__gte=since)
+        .annotate(day=TruncDate("created_at", tzinfo=UTC))
+        .values("day", "kind", "status", "is_current", "band")
         .annotate(
+            n=Count("created_at"),
             tokens=Sum(F("prompt_tokens") + F("completion_tokens")),
             cost=Sum("cost"),
             calls=Sum("judge_calls"),
         )
-    }
-    return HomeOverview(
-        days=day_list,
-        pass_rates=sorted(series.values(), key=lambda s: s["name"]),
-        bands=[(b, bands.get(b, 0)) for b in BANDS],
-        statuses=[(s.value, statuses.get(s.value, 0)) for s in Status],
-        usage=usage,
-        runs_total=totals["total"],
-        judged_total=totals["judged"],
-        passed_total=totals["passed"],
+        .order_by()
     )
+    overview = HomeOverview(day_list, [], [], [], {}, 0, 0, 0)
+    series = _pass_rate_series(overview, list(run_rows))
+    names = dict(Rubric.objects.filter(id__in=list(series)).values_list("id", "name"))
+    overview.pass_rates = sorted(
+        ({"id": k, "name": names.get(k, "?"), "points": v} for k, v in series.items()),
+        key=lambda s: s["name"],
+    )
+    _evaluation_totals(overview, list(eval_rows))
+    return overview
+
+
+def _pass_rate_series(overview: HomeOverview, rows: list[dict[str, Any]]) -> dict[Any, dict]:
+    """Fill the run totals; return {rubric id: {day: (passed, judged)}}."""
+    series: dict[Any, dict] = {}
+    for row in rows:
+        overview.runs_total += row["n"]
+        if row["passed"] is None:
+            continue
+        overview.judged_total += row["n"]
+        overview.passed_total += row["n"] if row["passed"] else 0
+        if row["rubric_id"] is not None:
+            passed, judged = series.setdefault(row["rubric_id"], {}).get(row["day"], (0, 0))
+            series[row["rubric_id"]][row["day"]] = (passed + (row["n"] if row["passed"] else 0), judged + row["n"])
+    return series
+
+
+def _evaluation_totals(overview: HomeOverview, rows: list[dict[str, Any]]) -> None:
+    statuses = dict.fromkeys(Status.values, 0)
+    bands = dict.fromkeys(BANDS, 0)
+    for row in rows:
+        statuses[row["status"]] = statuses.get(row["status"], 0) + row["n"]
+        if row["kind"] == "alignment" and row["is_current"] and row["band"] in bands:
+            bands[row["band"]] += row["n"]
+        day = overview.usage.setdefault(row["day"], {"tokens": 0, "cost": None, "calls": 0})
+        day["tokens"] += row["tokens"] or 0
+        day["calls"] += row["calls"] or 0
+        if row["cost"] is not None:
+            day["cost"] = (day["cost"] or 0.0) + row["cost"]
+    overview.statuses = list(statuses.items())
+    overview.bands = list(bands.items())
 
 
 # --- Re-score batches (runs.services.rescore) ----------------------------------------------------
@@ -625,7 +643,7 @@ def _empty_stats() -> dict[str, Any]:
     }
 
 
-def _add_row(stats: dict[str, Any], row: dict[str, Any]) -> None:
+def _add_row(stats: dict[str, Any], row: Any) -> None:
     stats["counts"][row["status"]] = row["n"]
     stats["judge_calls"] += row["calls"] or 0
     stats["criterion_judgements"] += row["judged"] or 0

@@ -222,7 +222,7 @@ def alignment_answer(prompt: str, perspective: str, fault: str | None) -> dict:
     answer = {
         "intent": {
             "score": intent,
-            "primary_intent": reference.split("\n", 1)[0][:80],
+            "primary_intent": SCORES_RE.sub("", reference).strip().split("\n", 1)[0][:80],
             "is_addressed": intent >= 0.5,
             "reasoning": "the output shares vocabulary with the request"
             if intent >= 0.5

@@ -19,6 +19,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import asyncio
 import contextlib
+import logging
 import random
 import re
 import time
@@ -66,6 +67,13 @@ def _configure_litellm() -> None:
         "_async_input_callback",
     ):
         setattr(litellm, name, [])
+    # litellm's loggers inherit the root level: under a worker logging at INFO they would write
+    # a line per judge call. Quiet unless someone chose a level (LITELLM_LOG or setLevel).
+    if "LITELLM_LOG" not in os.environ:
+        for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
+            logger = logging.getLogger(name)
+            if logger.level == logging.NOTSET:
+                logger.setLevel(logging.WARNING)
 
 
 _configure_litellm()
@@ -267,11 +275,30 @@ def retry_after_of(exc: Exception) -> float | None:
     return None
 
 
+_CONNECTION_FAILURES = {"APIConnectionError", "ConnectError", "ClientConnectorError"}
+_TIMEOUTS = {"APITimeoutError", "ReadTimeout", "ConnectTimeout", "TimeoutError"}
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """The exception and its causes: litellm reports a refused connection as a 500."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen and len(seen) < 10:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _caused_by(exc: Exception, names: set[str]) -> bool:
+    return any(type(e).__name__ in names for e in _chain(exc))
+
+
 def _transient(
     exc: Exception, config: JudgeConfig, status: int | None
 ) -> TransientJudgeError | None:
     where = config.api_base or "the provider's endpoint"
-    if isinstance(exc, litellm.Timeout):
+    timed_out = status in (None, 408, 500) and _caused_by(exc, _TIMEOUTS)
+    if isinstance(exc, litellm.Timeout) or timed_out:
         return TransientJudgeError(
             f"judge did not answer within {config.timeout:g}s (timeout): raise the judge timeout "
             f"or check that {where} is responsive"
@@ -282,7 +309,10 @@ def _transient(
         return TransientJudgeError(
             f"judge rate-limited the request (429{hint}): {_detail(exc)}", retry_after=retry_after
         )
-    if isinstance(exc, litellm.APIConnectionError) and status in (None, 500):
+    connection = isinstance(exc, litellm.APIConnectionError) or _caused_by(
+        exc, _CONNECTION_FAILURES
+    )
+    if connection and status in (None, 500):
         return TransientJudgeError(
             f"could not reach the judge at {where}: {_detail(exc)}; is it running, and is the "
             "api_base right?"

@@ -249,23 +249,22 @@ class RubricScorer:
     def _verdict(
         c: Criterion, key: str, judged: _Judged, reuse: Mapping[str, PriorVerdict]
     ) -> Verdict:
-        base = {
-            "criterion_id": str(c.id),
-            "description": c.description,
-            "required": c.required,
-            "key": key,
-        }
         prior = reuse.get(key)
-        if prior is not None and str(c.id) not in judged.verdicts:
-            return Verdict(
-                **base,
-                satisfied=prior.satisfied,
-                reasoning=prior.reasoning,
-                reused=True,
-                reused_from=prior.source_id,
-            )
-        satisfied, reasoning = judged.verdicts[str(c.id)]
-        return Verdict(**base, satisfied=satisfied, reasoning=reasoning)
+        reused = prior is not None and str(c.id) not in judged.verdicts
+        if prior is not None and reused:
+            satisfied, reasoning = prior.satisfied, prior.reasoning
+        else:
+            satisfied, reasoning = judged.verdicts[str(c.id)]
+        return Verdict(
+            criterion_id=str(c.id),
+            description=c.description,
+            required=c.required,
+            satisfied=satisfied,
+            reasoning=reasoning,
+            key=key,
+            reused=reused,
+            reused_from=prior.source_id if prior is not None and reused else None,
+        )
 
     def _result(
         self, verdicts: list[Verdict], judged: _Judged, source: CriteriaSource

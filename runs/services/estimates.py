@@ -63,9 +63,7 @@ def rubric_plan(
     """The calls a rubric evaluation will make once ``reuse`` is taken into account (the same
     rule as RubricScorer.ascore: a criterion whose verdict key is in ``reuse`` is not asked)."""
     remaining = [
-        c
-        for c in criteria
-        if verdict_key(judge, c.description, task, system, output) not in reuse
+        c for c in criteria if verdict_key(judge, c.description, task, system, output) not in reuse
     ]
     if not remaining:
         return CallPlan(requests=0, tokens=0)

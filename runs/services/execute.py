@@ -10,7 +10,7 @@ import logging
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal, cast
 
 from django.conf import settings
 from django.db import transaction
@@ -39,6 +39,7 @@ from .evaluations import evaluation_publish_later
 from .results import record_failure, record_success, run_refresh
 
 logger = logging.getLogger(__name__)
+AlignmentModeName = Literal["user", "system", "both"]
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,10 @@ def _reusable(evaluation: Evaluation, judge: JudgeConfig, criteria: list[Criteri
 async def _score_rubric(evaluation: Evaluation, judge: JudgeConfig, criteria, reuse):
     run = evaluation.run
     scorer = RubricScorer(
-        judge=judge, criteria=criteria, scale=evaluation.scale, strategy=evaluation.strategy or "batched"
+        judge=judge,
+        criteria=criteria,
+        scale=evaluation.scale,
+        strategy="independent" if evaluation.strategy == "independent" else "batched",
     )
     return await scorer.ascore(
         task=run.task_text,
@@ -148,7 +152,10 @@ async def _score_alignment(evaluation: Evaluation, judge: JudgeConfig):
         else None
     )
     scorer = AlignmentScorer(
-        judge=judge, mode=evaluation.alignment_mode or "both", scale=evaluation.scale, weights=weights
+        judge=judge,
+        mode=cast(AlignmentModeName, evaluation.alignment_mode or "both"),
+        scale=evaluation.scale,
+        weights=weights,
     )
     return await scorer.ascore(
         task=run.task_text, output=run.output_text, system=run.system_text or None

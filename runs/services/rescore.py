@@ -35,7 +35,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import URLValidator
 from django.db import IntegrityError, transaction
-from django.db.models import QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from rubrics.models import Criterion, Rubric, RubricVersion
@@ -161,6 +161,8 @@ def _scope_run_ids(team: Team, rubric: Rubric, scope: RescoreScope) -> list[Any]
     """The scope's run ids, oldest first; errors name the field at fault."""
     if scope.runs is not None and not scope.runs:
         raise RescoreValidationError({"runs": "give at least one run id"})
+    if scope.runs is not None and scope != RescoreScope(runs=scope.runs):
+        raise RescoreValidationError({"runs": "give either run ids or filters, not both"})
     ids = list(
         _scope_runs(team, rubric, scope)
         .order_by("created_at", "id")
@@ -169,11 +171,15 @@ def _scope_run_ids(team: Team, rubric: Rubric, scope: RescoreScope) -> list[Any]
     if scope.runs is not None:
         missing = len(set(scope.runs)) - len(ids)
         if missing:
-            raise RescoreValidationError({"runs": f"{missing} of these ids name no run of this team"})
+            raise RescoreValidationError(
+                {"runs": f"{missing} of these ids name no run of this team"}
+            )
     if len(ids) > settings.EVALSITE_RESCORE_MAX_RUNS:
         limit = settings.EVALSITE_RESCORE_MAX_RUNS
         raise RescoreValidationError(
-            {"runs": f"more than {limit:,} runs match: narrow the filters (EVALSITE_RESCORE_MAX_RUNS)"}
+            {
+                "runs": f"more than {limit:,} runs match: narrow the filters (EVALSITE_RESCORE_MAX_RUNS)"
+            }
         )
     return ids
 
@@ -207,7 +213,9 @@ def _judge(rubric: Rubric, model: str) -> JudgeConfig:
     judge = judge_for(Evaluation(judge_config=judge_config_for(rubric, model=model)))
     if not judge.model:
         raise RescoreValidationError(
-            {"judge": "no judge model configured: name one, set the rubric's, or EVALSITE_JUDGE_MODEL"}
+            {
+                "judge": "no judge model configured: name one, set the rubric's, or EVALSITE_JUDGE_MODEL"
+            }
         )
     return judge
 
@@ -242,7 +250,9 @@ def _plan(
     plan = _Plan(run_ids=list(run_ids))
     for chunk in _chunks(run_ids):
         texts = list(
-            AgentRun.objects.filter(pk__in=chunk).values_list("task_text", "system_text", "output_text")
+            AgentRun.objects.filter(pk__in=chunk).values_list(
+                "task_text", "system_text", "output_text"
+            )
         )
         keyed = [
             (t, [verdict_key(judge, c.description, t[0], t[1], t[2]) for c in criteria])
@@ -318,6 +328,12 @@ def batch_estimate(
     return _estimate(plan, judge_config.model, skipped=len(pending))
 
 
+def estimate_needs_confirmation(*, team: Team, estimate: Estimate) -> bool:
+    """Whether the UI asks before starting: the estimated cost is above the team's threshold
+    (Team.confirm_cost_above). An unknown cost (a model litellm has no price for) never asks."""
+    return estimate.cost is not None and estimate.cost > float(team.confirm_cost_above)
+
+
 # --- Create -------------------------------------------------------------------------------------
 
 
@@ -345,19 +361,29 @@ def _insert_evaluations(
         Evaluation.objects.bulk_create(
             [
                 evaluation_build(
-                    run=run, kind=Kind.RUBRIC, rubric=rubric, version=version,
-                    judge_model=judge, batch=batch, force=batch.force, held=True,
+                    run=run,
+                    kind=Kind.RUBRIC,
+                    rubric=rubric,
+                    version=version,
+                    judge_model=judge,
+                    batch=batch,
+                    force=batch.force,
+                    held=True,
                 )  # fmt: skip
                 for run in runs
             ],
             ignore_conflicts=True,
         )
     created = list(
-        Evaluation.objects.filter(batch=batch).order_by("created_at").values_list("run_id", flat=True)
+        Evaluation.objects.filter(batch=batch)
+        .order_by("created_at")
+        .values_list("run_id", flat=True)
     )
     for chunk in _chunks(created):
         # The runs list shows them as queued until their evaluations end.
-        AgentRun.objects.filter(pk__in=chunk).exclude(status=Status.RUNNING).update(status=Status.QUEUED)
+        AgentRun.objects.filter(pk__in=chunk).exclude(status=Status.RUNNING).update(
+            status=Status.QUEUED
+        )
     return created
 
 
@@ -398,14 +424,18 @@ def batch_create(
             )  # fmt: skip
             queued = _insert_evaluations(batch, run_ids, version, model_override)
             plan = _plan(team.pk, queued, _criteria(version), judge_config, rubric.strategy, force)
-            batch.estimate = _estimate(plan, judge_config.model, len(run_ids) - len(queued)).as_json()
+            batch.estimate = _estimate(
+                plan, judge_config.model, len(run_ids) - len(queued)
+            ).as_json()
             batch.total = len(queued)
             batch.save(update_fields=["estimate", "total"])
             batch_id = batch.pk
             transaction.on_commit(lambda: _after_create(batch_id), robust=True)
     except IntegrityError:
         # Another request with the same idempotency key won the race: answer with its batch.
-        existing = RescoreBatch.objects.filter(team=team, idempotency_key=key).first() if key else None
+        existing = (
+            RescoreBatch.objects.filter(team=team, idempotency_key=key).first() if key else None
+        )
         if existing is None:
             raise
         return existing, False
@@ -520,8 +550,20 @@ def batch_finish_if_done(*, batch_id: Any) -> bool:
 
 
 def batch_evaluation_finished(*, batch_id: Any) -> None:
-    """Called by the worker after an evaluation of the batch ended (results.py, on commit)."""
-    if not batch_finish_if_done(batch_id=batch_id):
+    """Called by the worker after an evaluation of the batch ended (results.py, on commit):
+    end the batch after its last evaluation, else refill its window once half of it is free.
+
+    Refilling by half windows takes the batch lock once per window/2 evaluations instead of
+    once per evaluation (on SQLite every lock is the database's single write lock)."""
+    window = RescoreBatch.objects.filter(pk=batch_id).values_list("window", flat=True).first()
+    if window is None:
+        return
+    pending = Evaluation.objects.filter(batch_id=batch_id, status__in=PENDING_STATUSES).aggregate(
+        released=Count("id", filter=Q(held=False)), held=Count("id", filter=Q(held=True))
+    )
+    if not pending["released"] and not pending["held"]:
+        batch_finish_if_done(batch_id=batch_id)
+    elif pending["held"] and pending["released"] <= window // 2:
         batch_dispatch(batch_id=batch_id)
 
 
@@ -556,7 +598,12 @@ def _refresh_runs(run_ids: Iterable[Any]) -> None:
     """Recompute the runs' denormalised status, each under its row lock like results.py."""
     for chunk in _chunks(sorted(set(run_ids), key=str)):
         with transaction.atomic():
-            list(AgentRun.objects.select_for_update().filter(pk__in=chunk).order_by("pk").values_list("pk"))
+            list(
+                AgentRun.objects.select_for_update()
+                .filter(pk__in=chunk)
+                .order_by("pk")
+                .values_list("pk")
+            )
             for run_id in chunk:
                 run_refresh(run_id)
 

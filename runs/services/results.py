@@ -171,8 +171,10 @@ def _store_alignment(evaluation: Evaluation, result: Any) -> None:
 def _make_current(evaluation: Evaluation) -> None:
     """The newest succeeded evaluation per (run, kind, rubric) is current (caller holds the
     run's row lock, so two finishing evaluations of one run cannot both win)."""
+    if evaluation.calibration:
+        return  # a golden-set or consistency judgement never replaces the run's result
     siblings = Evaluation.objects.filter(
-        run_id=evaluation.run_id, kind=evaluation.kind, rubric_id=evaluation.rubric_id
+        run_id=evaluation.run_id, kind=evaluation.kind, rubric=evaluation.rubric_id
     )
     current = siblings.filter(is_current=True).exclude(id=evaluation.id).first()
     if current is not None and current.created_at > evaluation.created_at:
@@ -187,11 +189,12 @@ def _make_current(evaluation: Evaluation) -> None:
 def run_refresh(run_id: Any) -> None:
     """Recompute the run's denormalised status and current result from its evaluations."""
     run = AgentRun.objects.only("id", "rubric_id").get(pk=run_id)
-    evaluations = list(
-        Evaluation.objects.filter(run_id=run_id)
+    evaluations = [
+        dict(row)
+        for row in Evaluation.objects.filter(run_id=run_id, calibration=False)
         .order_by("-created_at")
-        .values("kind", "rubric_id", "rubric_version_id", "status", "is_current", "score", "passed")
-    )
+        .values("id", "kind", "rubric_id", "rubric_version_id", "status", "is_current", "score", "passed")
+    ]
     fields: dict[str, Any] = {"status": _run_status(evaluations)}
     rubric_current = [e for e in evaluations if e["kind"] == Kind.RUBRIC and e["is_current"]]
     preferred = [e for e in rubric_current if e["rubric_id"] == run.rubric_id] or rubric_current
@@ -204,6 +207,16 @@ def run_refresh(run_id: Any) -> None:
     alignment = [e for e in evaluations if e["kind"] == Kind.ALIGNMENT and e["is_current"]]
     if alignment:
         fields["alignment_score"] = alignment[0]["score"]
+    # Human review labels adjust passed/score/alignment_score; the evaluations keep the judge's.
+    from reviews.services import review_result_refresh
+
+    fields.update(
+        review_result_refresh(
+            run_id=run_id,
+            rubric_evaluation_id=preferred[0]["id"] if preferred else None,
+            alignment_evaluation_id=alignment[0]["id"] if alignment else None,
+        )
+    )
     AgentRun.objects.filter(pk=run_id).update(**fields)
 
 

@@ -23,7 +23,9 @@ def judged_runs(make_run, rubric):
     def make(n: int, **overrides) -> list[AgentRun]:
         runs = [make_run(rubric=rubric.slug, output=f"Refund {i}", **overrides) for i in range(n)]
         Evaluation.objects.filter(run__in=runs).update(status=Status.SUCCEEDED)
-        AgentRun.objects.filter(pk__in=[r.pk for r in runs]).update(status=Status.SUCCEEDED, passed=False)
+        AgentRun.objects.filter(pk__in=[r.pk for r in runs]).update(
+            status=Status.SUCCEEDED, passed=False
+        )
         return runs
 
     return make
@@ -54,7 +56,13 @@ def test_a_rescore_answers_202_with_the_batch_its_estimate_and_counts(api, rubri
     body = response.json()
     assert body["status"] == "queued" and body["total"] == 2
     assert body["estimate"]["runs"] == 2 and body["estimate"]["judge_calls"] == 2
-    assert body["counts"] == {"queued": 2, "running": 0, "succeeded": 0, "failed": 0, "cancelled": 0}
+    assert body["counts"] == {
+        "queued": 2,
+        "running": 0,
+        "succeeded": 0,
+        "failed": 0,
+        "cancelled": 0,
+    }
     assert body["progress"] == 0.0 and body["rubric_version"] == 1
     batch = RescoreBatch.objects.get(pk=body["id"])
     assert set(batch.evaluations.values_list("run_id", flat=True)) == {r.pk for r in runs}
@@ -95,7 +103,9 @@ def test_one_run_can_be_rescored_and_its_batch_read_listed_and_cancelled(api, ju
     assert [b["id"] for b in listed.json()["items"]] == [batch_id]
     cancelled = api.post(f"/batches/{batch_id}/cancel")
     assert cancelled.status_code == 200
-    assert cancelled.json()["status"] == "cancelled" and cancelled.json()["counts"]["cancelled"] == 1
+    assert (
+        cancelled.json()["status"] == "cancelled" and cancelled.json()["counts"]["cancelled"] == 1
+    )
     assert cancelled.json()["finished_at"] is not None
 
 
@@ -142,7 +152,9 @@ def test_another_teams_objects_are_404_or_unknown(api, other_api, rubric, judged
     assert_error(other_api.get(f"/batches/{batch_id}"), 404)
     assert_error(other_api.post(f"/batches/{batch_id}/cancel"), 404)
     assert other_api.get("/batches").json()["items"] == []
-    assert any("rubric" in loc for loc in field_locs(other_api.post("/rescore", {"rubric": rubric.slug})))
+    assert any(
+        "rubric" in loc for loc in field_locs(other_api.post("/rescore", {"rubric": rubric.slug}))
+    )
     assert RescoreBatch.objects.get(pk=batch_id).cancelled_at is None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
@@ -113,6 +114,13 @@ def test_a_huge_body_is_refused_before_it_is_parsed(api, settings):
     settings.EVALSITE_MAX_RUN_BYTES = 5_000
     body = assert_error(api.post("/runs", raw=b"{" + b" " * 200_000), 413)
     assert "limit" in body["message"]
+
+
+def test_escaped_non_ascii_text_counts_by_its_size_not_its_escapes(api, settings):
+    settings.EVALSITE_MAX_RUN_BYTES = 5_000
+    raw = json.dumps(run_payload(output="\U0001f600" * 1_000))  # 4 kB of text, 12 kB escaped
+    assert len(raw) > 12_000
+    assert api.post("/runs", raw=raw).status_code == 201
 
 
 @pytest.mark.parametrize(

@@ -119,3 +119,21 @@ def test_screenshots_of_the_main_pages(browser_page, sign_in, owner, make_rubric
     page.get_by_test_id("failure-rates").locator("a.row-link").first.click()
     expect(page.get_by_test_id("walk-position")).to_contain_text("1 of")
     shot("failed-criteria-walk")
+
+    batch = rescore_in_process(support)
+    page.goto(f"/batches/{batch.id}/")
+    expect(page.locator("#batch-progress")).to_have_attribute("data-status", "completed")
+    shot("rescore-batch", full_page=False)
+
+
+def rescore_in_process(rubric):
+    """A finished re-score batch of the rubric's failing runs, executed here (no worker)."""
+    from runs.services import evaluation_execute
+    from runs.services.rescore import RescoreScope, batch_create, batch_finish_if_done
+
+    batch, _ = batch_create(team=rubric.team, rubric=rubric, scope=RescoreScope(failed_only=True))
+    for evaluation_id in Evaluation.objects.filter(batch=batch).values_list("id", flat=True):
+        Evaluation.objects.filter(pk=evaluation_id).update(held=False)
+        evaluation_execute(evaluation_id=str(evaluation_id))
+    batch_finish_if_done(batch_id=batch.pk)
+    return batch

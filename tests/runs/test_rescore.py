@@ -37,7 +37,11 @@ def edit(rubric, changes: dict[int, str] | None = None):
     keys, so per-criterion history follows them)."""
     changes = changes if changes is not None else {3: 'Mentions "word4" clearly'}
     criteria = [
-        {"key": f"c{i + 1}", "description": changes.get(i, c["description"]), "required": c["required"]}
+        {
+            "key": f"c{i + 1}",
+            "description": changes.get(i, c["description"]),
+            "required": c["required"],
+        }
         for i, c in enumerate(TEN)
     ]
     version, created = rubric_set_criteria(rubric=rubric, criteria=criteria)
@@ -113,7 +117,9 @@ def test_a_forced_rescore_asks_the_judge_about_every_criterion_again(
     assert fake_judge.stats()["completions"] == 4
     assert fake_judge.stats()["criteria_judged"] == 40
     assert batch.estimate["criterion_judgements"] == 40
-    assert not CriterionVerdict.objects.filter(evaluation__batch=batch, reused_from__isnull=False).exists()
+    assert not CriterionVerdict.objects.filter(
+        evaluation__batch=batch, reused_from__isnull=False
+    ).exists()
 
 
 def test_without_any_change_a_rescore_reuses_everything_and_calls_no_judge(
@@ -125,7 +131,11 @@ def test_without_any_change_a_rescore_reuses_everything_and_calls_no_judge(
     estimate = batch_estimate(team=team, rubric=rubric)
     batch = finished(batch_create(team=team, rubric=rubric)[0])
 
-    assert (estimate.judge_calls, estimate.criterion_judgements, estimate.criteria_reused) == (0, 0, 30)
+    assert (estimate.judge_calls, estimate.criterion_judgements, estimate.criteria_reused) == (
+        0,
+        0,
+        30,
+    )
     assert estimate.tokens == 0 and estimate.cost == 0.0
     assert fake_judge.stats()["requests"] == 0
     assert batch.status == BatchStatus.COMPLETED
@@ -149,7 +159,9 @@ def test_the_estimate_equals_the_calls_made_when_nothing_fails(
     actual = batch_progress(batch=batch).actual
     assert batch.status == BatchStatus.COMPLETED
     assert estimate.judge_calls == stats["completions"] == actual["judge_calls"] == 5 * 2 + 10
-    assert estimate.criterion_judgements == stats["criteria_judged"] == actual["criterion_judgements"]
+    assert (
+        estimate.criterion_judgements == stats["criteria_judged"] == actual["criterion_judgements"]
+    )
     assert estimate.criteria_reused == actual["criteria_reused"] == 5 * 8
     # The fake judge counts characters / 4 of the messages, as the estimate does.
     assert estimate.prompt_tokens == actual["prompt_tokens"]
@@ -166,7 +178,9 @@ def test_cancelling_mid_batch_cancels_queued_work_lets_running_work_finish_and_e
 
     batch, _ = batch_create(team=team, rubric=rubric)
     mine = Evaluation.objects.filter(batch=batch)
-    wait_for(lambda: mine.filter(status=Status.RUNNING).exists(), timeout=30, message="work to start")
+    wait_for(
+        lambda: mine.filter(status=Status.RUNNING).exists(), timeout=30, message="work to start"
+    )
     batch = batch_cancel(batch=batch)
 
     assert batch.status == BatchStatus.CANCELLED and batch.cancelled_at is not None
@@ -179,7 +193,11 @@ def test_cancelling_mid_batch_cancels_queued_work_lets_running_work_finish_and_e
     for evaluation in mine:
         verdicts = CriterionVerdict.objects.filter(evaluation=evaluation).count()
         assert verdicts == (10 if evaluation.status == Status.SUCCEEDED else 0)
-    assert not AgentRun.objects.filter(pk__in=[r.pk for r in runs]).exclude(status=Status.SUCCEEDED).exists()
+    assert (
+        not AgentRun.objects.filter(pk__in=[r.pk for r in runs])
+        .exclude(status=Status.SUCCEEDED)
+        .exists()
+    )
 
 
 def test_a_batch_where_the_judge_fails_for_some_runs_ends_with_failures_and_their_messages(
@@ -210,7 +228,9 @@ def test_a_batch_bigger_than_its_window_is_fed_as_its_evaluations_finish(
     outstanding = []
 
     def ended() -> bool:
-        outstanding.append(mine.filter(held=False, status__in=[Status.QUEUED, Status.RUNNING]).count())
+        outstanding.append(
+            mine.filter(held=False, status__in=[Status.QUEUED, Status.RUNNING]).count()
+        )
         return RescoreBatch.objects.filter(pk=batch.pk, finished_at__isnull=False).exists()
 
     wait_for(ended, timeout=90, message="the batch to finish")

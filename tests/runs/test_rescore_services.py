@@ -6,6 +6,7 @@ publishing never runs; the tests call the dispatcher themselves where it matters
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -22,6 +23,7 @@ from runs.services.rescore import (
     batch_dispatch,
     batch_estimate,
     batch_finish_if_done,
+    estimate_needs_confirmation,
     run_rescore,
 )
 
@@ -66,7 +68,9 @@ def test_a_new_batch_holds_all_its_evaluations_until_the_dispatcher_releases_the
     evaluation = Evaluation.objects.filter(batch=batch).first()
     assert evaluation.kind == Kind.RUBRIC and evaluation.rubric_version == rubric.current_version
     assert evaluation.enqueued_at is None
-    assert not AgentRun.objects.filter(evaluations__batch=batch).exclude(status=Status.QUEUED).exists()
+    assert (
+        not AgentRun.objects.filter(evaluations__batch=batch).exclude(status=Status.QUEUED).exists()
+    )
 
 
 def test_the_dispatcher_keeps_at_most_the_window_outstanding_and_tops_up_as_work_ends(
@@ -91,7 +95,9 @@ def test_each_batch_has_its_own_window_so_a_small_batch_never_waits_for_a_big_on
 ):
     settings.EVALSITE_BATCH_WINDOW = 3
     big, _ = batch_create(team=team, rubric=make_rubric(), scope=scope_of(bare_runs(20)))
-    small, _ = batch_create(team=team, rubric=make_rubric(name="Other"), scope=scope_of(bare_runs(2)))
+    small, _ = batch_create(
+        team=team, rubric=make_rubric(name="Other"), scope=scope_of(bare_runs(2))
+    )
 
     assert batch_dispatch(batch_id=big.pk) == 3
     assert batch_dispatch(batch_id=small.pk) == 2
@@ -144,7 +150,9 @@ def test_the_same_idempotency_key_returns_the_same_batch_and_queues_nothing_more
     team, rubric, bare_runs
 ):
     runs = bare_runs(3)
-    first, created = batch_create(team=team, rubric=rubric, scope=scope_of(runs), idempotency_key="k-1")
+    first, created = batch_create(
+        team=team, rubric=rubric, scope=scope_of(runs), idempotency_key="k-1"
+    )
     again, created_again = batch_create(
         team=team, rubric=rubric, scope=scope_of(runs), idempotency_key="k-1"
     )
@@ -155,7 +163,9 @@ def test_the_same_idempotency_key_returns_the_same_batch_and_queues_nothing_more
 
 
 def test_an_idempotency_key_belongs_to_its_team(team, other_team, make_rubric, bare_runs, make_run):
-    mine, _ = batch_create(team=team, rubric=make_rubric(), scope=scope_of(bare_runs(1)), idempotency_key="k")
+    mine, _ = batch_create(
+        team=team, rubric=make_rubric(), scope=scope_of(bare_runs(1)), idempotency_key="k"
+    )
     theirs_run = make_run(team=other_team)
     theirs, created = batch_create(
         team=other_team, rubric=make_rubric(team=other_team), scope=scope_of([theirs_run]),
@@ -177,10 +187,25 @@ def test_an_estimate_writes_nothing(team, rubric, bare_runs):
 
 
 def test_a_known_model_gets_a_cost_from_litellms_prices(team, rubric, bare_runs):
-    estimate = batch_estimate(team=team, rubric=rubric, scope=scope_of(bare_runs(2)), judge="gpt-4o-mini")
+    estimate = batch_estimate(
+        team=team, rubric=rubric, scope=scope_of(bare_runs(2)), judge="gpt-4o-mini"
+    )
 
     assert estimate.model == "gpt-4o-mini"
     assert estimate.cost is not None and estimate.cost > 0
+
+
+def test_the_ui_asks_for_confirmation_only_above_the_teams_cost_threshold(team, rubric, bare_runs):
+    estimate = batch_estimate(
+        team=team, rubric=rubric, scope=scope_of(bare_runs(2)), judge="gpt-4o-mini"
+    )
+    unknown = batch_estimate(team=team, rubric=rubric, scope=scope_of(bare_runs(2)))
+
+    team.confirm_cost_above = 0
+    assert estimate_needs_confirmation(team=team, estimate=estimate)
+    assert not estimate_needs_confirmation(team=team, estimate=unknown)
+    team.confirm_cost_above = 5
+    assert not estimate_needs_confirmation(team=team, estimate=estimate)
 
 
 def test_the_filters_pick_the_rubrics_failed_runs_in_the_date_range(team, rubric, make_run):
@@ -194,7 +219,9 @@ def test_the_filters_pick_the_rubrics_failed_runs_in_the_date_range(team, rubric
     scope = RescoreScope(failed_only=True, since=timezone.now() - timedelta(days=1))
     batch, _ = batch_create(team=team, rubric=rubric, scope=scope, force=True)
 
-    assert set(Evaluation.objects.filter(batch=batch).values_list("run_id", flat=True)) == {runs[1].pk}
+    assert set(Evaluation.objects.filter(batch=batch).values_list("run_id", flat=True)) == {
+        runs[1].pk
+    }
 
 
 @pytest.mark.parametrize(
@@ -204,6 +231,7 @@ def test_the_filters_pick_the_rubrics_failed_runs_in_the_date_range(team, rubric
         ({"judge": "two words"}, "judge"),
         ({"webhook_url": "ftp://example.com/hook"}, "webhook_url"),
         ({"scope": RescoreScope(runs=())}, "runs"),
+        ({"scope": RescoreScope(runs=(uuid.uuid4(),), failed_only=True)}, "runs"),
     ],
 )
 def test_invalid_requests_name_the_field(team, rubric, bare_runs, kwargs, field):
@@ -224,7 +252,9 @@ def test_runs_of_another_team_are_refused_as_unknown(team, rubric, other_team, m
     assert not Evaluation.objects.filter(run=theirs).exclude(batch=None).exists()
 
 
-def test_without_any_judge_model_configured_nothing_is_queued(team, make_rubric, bare_runs, settings):
+def test_without_any_judge_model_configured_nothing_is_queued(
+    team, make_rubric, bare_runs, settings
+):
     settings.EVALSITE_JUDGE_MODEL = ""
 
     with pytest.raises(RescoreValidationError) as caught:
@@ -251,7 +281,9 @@ def test_cancelling_a_batch_whose_work_is_all_held_ends_it_at_once_and_restores_
     batch = batch_cancel(batch=batch)
 
     assert batch.status == BatchStatus.CANCELLED and batch.finished_at is not None
-    assert set(Evaluation.objects.filter(batch=batch).values_list("status", flat=True)) == {Status.CANCELLED}
+    assert set(Evaluation.objects.filter(batch=batch).values_list("status", flat=True)) == {
+        Status.CANCELLED
+    }
     assert not AgentRun.objects.filter(pk__in=[r.pk for r in runs], status=Status.QUEUED).exists()
     assert batch_dispatch(batch_id=batch.pk) == 0
 

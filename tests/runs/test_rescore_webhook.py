@@ -76,8 +76,12 @@ def test_a_finished_batch_calls_its_webhook_signed_once_and_retries_after_a_fail
     assert len(hook.requests) == 2 and batch.webhook_attempts == 2 and batch.webhook_error == ""
     (first_headers, first_body), (headers, body) = hook.requests
     assert headers["X-Evalsite-Delivery"] == first_headers["X-Evalsite-Delivery"] == str(batch.pk)
-    assert webhook_verify(secret=team.webhook_secret, body=body, header=headers["X-Evalsite-Signature"])
-    assert not webhook_verify(secret="not-the-secret", body=body, header=headers["X-Evalsite-Signature"])
+    assert webhook_verify(
+        secret=team.webhook_secret, body=body, header=headers["X-Evalsite-Signature"]
+    )
+    assert not webhook_verify(
+        secret="not-the-secret", body=body, header=headers["X-Evalsite-Signature"]
+    )
     payload = json.loads(body)
     assert payload["event"] == "batch.finished"
     assert payload["batch"]["id"] == str(batch.pk) and payload["batch"]["status"] == "completed"

@@ -1,0 +1,67 @@
+"""Reads for human review and judge calibration."""
+
+from .agreement import (
+    AgreementReport,
+    CriterionAgreement,
+    judge_verdicts,
+    kappa_threshold,
+    review_export_rows,
+    rubric_agreement,
+    version_pick,
+)
+from .calibration import (
+    ConsistencyReport,
+    GoldenReport,
+    calibration_get,
+    calibration_progress,
+    calibration_report,
+    calibrations_list,
+    consistency_report,
+    golden_report,
+    golden_set,
+)
+from .queue import QueueFilters, QueuePage, queue_neighbours, queue_runs, review_queue
+from .review import (
+    RunReviewView,
+    alignment_override_get,
+    current_alignment_evaluation,
+    current_rubric_evaluation,
+    run_history,
+    run_review_get,
+    runs_reviewed_by,
+    team_run_get,
+    verdict_override_get,
+)
+
+__all__ = [
+    "AgreementReport",
+    "ConsistencyReport",
+    "CriterionAgreement",
+    "GoldenReport",
+    "QueueFilters",
+    "QueuePage",
+    "RunReviewView",
+    "alignment_override_get",
+    "calibration_get",
+    "calibration_progress",
+    "calibration_report",
+    "calibrations_list",
+    "consistency_report",
+    "current_alignment_evaluation",
+    "current_rubric_evaluation",
+    "golden_report",
+    "golden_set",
+    "judge_verdicts",
+    "kappa_threshold",
+    "queue_neighbours",
+    "queue_runs",
+    "review_export_rows",
+    "review_queue",
+    "rubric_agreement",
+    "run_history",
+    "run_review_get",
+    "runs_reviewed_by",
+    "team_run_get",
+    "verdict_override_get",
+    "version_pick",
+]

@@ -1,0 +1,174 @@
+"""Reads for reviewing one run: what the judge said, what reviewers said, the history."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import QuerySet
+
+from runs.models import AgentRun, AlignmentBreakdown, CriterionVerdict, Evaluation, Kind
+
+from ..effective import DIMENSIONS, EffectiveVerdict, text_hash
+from ..models import AlignmentLabel, AlignmentOverride, RunReview, VerdictLabel, VerdictOverride
+
+
+def current_rubric_evaluation(*, run: AgentRun, rubric_id: Any = None) -> Evaluation | None:
+    """The run's current rubric result (the run's own rubric preferred), or None."""
+    qs = Evaluation.objects.filter(
+        run_id=run.pk, kind=Kind.RUBRIC, is_current=True, calibration=False, rubric__isnull=False
+    ).select_related("rubric", "rubric_version")
+    if rubric_id is not None:
+        qs = qs.filter(rubric_id=rubric_id)
+    found = list(qs.defer("calls").order_by("-created_at"))
+    preferred = [e for e in found if e.rubric_id == run.rubric_id] or found
+    return preferred[0] if preferred else None
+
+
+def current_alignment_evaluation(*, run: AgentRun) -> Evaluation | None:
+    return (
+        Evaluation.objects.filter(
+            run_id=run.pk, kind=Kind.ALIGNMENT, is_current=True, calibration=False
+        )
+        .defer("calls")
+        .order_by("-created_at")
+        .first()
+    )
+
+
+@dataclass(frozen=True)
+class VerdictRow:
+    """One criterion as a reviewer sees it: the judge's verdict and reasoning, the label."""
+
+    verdict: EffectiveVerdict
+    reasoning: str
+    note: str
+    label_source_id: Any  # the change in effect (what "revert" undoes), or None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.verdict, name)
+
+
+@dataclass(frozen=True)
+class DimensionRow:
+    perspective: str
+    dimension: str
+    weight: float
+    judge: float
+    human: float | None
+    note: str
+    label_source_id: Any
+
+    @property
+    def effective(self) -> float:
+        return self.judge if self.human is None else self.human
+
+
+@dataclass
+class RunReviewView:
+    run: AgentRun
+    evaluation: Evaluation | None
+    verdicts: list[VerdictRow]
+    alignment_evaluation: Evaluation | None
+    dimensions: list[DimensionRow]
+    review: RunReview | None
+    history: list[Any] = field(default_factory=list)
+
+    @property
+    def labelled(self) -> int:
+        return sum(1 for v in self.verdicts if v.verdict.human is not None)
+
+
+def _verdict_rows(evaluation: Evaluation) -> list[VerdictRow]:
+    labels = {
+        (lb.criterion_key, lb.text_hash): lb
+        for lb in VerdictLabel.objects.filter(run_id=evaluation.run_id, rubric_id=evaluation.rubric_id)
+    }
+    rows = []
+    for v in CriterionVerdict.objects.filter(evaluation=evaluation).order_by("position"):
+        label = labels.get((v.criterion_key, text_hash(v.description)))
+        effective = EffectiveVerdict(
+            key=v.criterion_key,
+            description=v.description,
+            required=v.required,
+            judge=v.satisfied,
+            human=label.satisfied if label else None,
+        )
+        rows.append(
+            VerdictRow(effective, v.reasoning, label.note if label else "", label.source_id if label else None)
+        )
+    return rows
+
+
+def _dimension_rows(evaluation: Evaluation) -> list[DimensionRow]:
+    labels = {
+        (lb.perspective, lb.dimension): lb for lb in AlignmentLabel.objects.filter(run_id=evaluation.run_id)
+    }
+    rows = []
+    for b in AlignmentBreakdown.objects.filter(evaluation=evaluation).order_by("-perspective"):
+        for d in DIMENSIONS:
+            label = labels.get((b.perspective, d))
+            rows.append(
+                DimensionRow(
+                    perspective=b.perspective,
+                    dimension=d,
+                    weight=float(b.weights.get(d, 0)),
+                    judge=getattr(b, f"{d}_score"),
+                    human=label.score if label else None,
+                    note=label.note if label else "",
+                    label_source_id=label.source_id if label else None,
+                )
+            )
+    return rows
+
+
+def run_history(*, run: AgentRun) -> list[Any]:
+    """Every review change of the run, criterion and alignment alike, newest first; each row
+    carries ``reverted`` (a later revert undid it)."""
+    verdicts = list(VerdictOverride.objects.filter(run=run).select_related("rubric"))
+    dimensions = list(AlignmentOverride.objects.filter(run=run))
+    reverted = {r.reverts_id for r in verdicts + dimensions if r.reverts_id}  # type: ignore[operator]
+    rows = sorted(verdicts + dimensions, key=lambda r: r.created_at, reverse=True)  # type: ignore[operator]
+    for row in rows:
+        row.reverted = row.pk in reverted
+        row.is_alignment = isinstance(row, AlignmentOverride)
+    return rows
+
+
+def run_review_get(*, run: AgentRun, rubric_id: Any = None, history: bool = True) -> RunReviewView:
+    """Everything the review page and GET /api/runs/{id}/overrides show for one run."""
+    evaluation = current_rubric_evaluation(run=run, rubric_id=rubric_id)
+    alignment = current_alignment_evaluation(run=run)
+    review = None
+    if evaluation is not None:
+        review = (
+            RunReview.objects.filter(run=run, rubric_id=evaluation.rubric_id)
+            .select_related("claimed_by")
+            .first()
+        )
+    return RunReviewView(
+        run=run,
+        evaluation=evaluation,
+        verdicts=_verdict_rows(evaluation) if evaluation else [],
+        alignment_evaluation=alignment,
+        dimensions=_dimension_rows(alignment) if alignment else [],
+        review=review,
+        history=run_history(run=run) if history else [],
+    )
+
+
+def verdict_override_get(*, team: Any, override_id: Any) -> VerdictOverride | None:
+    return VerdictOverride.objects.filter(team=team, pk=override_id).select_related("run").first()
+
+
+def alignment_override_get(*, team: Any, override_id: Any) -> AlignmentOverride | None:
+    return AlignmentOverride.objects.filter(team=team, pk=override_id).select_related("run").first()
+
+
+def team_run_get(*, team: Any, run_id: Any) -> AgentRun | None:
+    return AgentRun.objects.select_related("rubric").filter(team=team, pk=run_id).first()
+
+
+def runs_reviewed_by(*, rubric: Any, user: Any) -> QuerySet[VerdictOverride]:
+    """The user's changes in a rubric, newest first (the review page's "previous")."""
+    return VerdictOverride.objects.filter(rubric=rubric, actor=user).order_by("-created_at")

@@ -1,0 +1,137 @@
+"""The human-adjusted result of a run, computed whenever its result is (run_refresh).
+
+runs.services.results.run_refresh calls review_result_refresh inside its transaction with the
+evaluations it picked as current. The evaluations keep the judge's values; what comes back
+replaces the run's denormalised passed/score/alignment_score, so lists and filters read the
+result as reviewers corrected it. It also keeps each RunReview's progress in step with the
+run's current verdicts (a re-score with reworded criteria makes a reviewed run unreviewed).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from django.db.models import Q
+from django.utils import timezone
+
+from runs.models import AlignmentBreakdown, CriterionVerdict, Evaluation, Kind
+
+from ..effective import (
+    DIMENSIONS,
+    EffectiveVerdict,
+    alignment_result,
+    perspective_score,
+    rubric_result,
+    text_hash,
+)
+from ..models import AlignmentLabel, RunReview, VerdictLabel
+
+
+def review_result_refresh(
+    *, run_id: Any, rubric_evaluation_id: Any, alignment_evaluation_id: Any
+) -> dict[str, Any]:
+    """Fields of the run to replace with their human-adjusted values (empty: no labels).
+    Three cheap queries when the run has no labels; a few more when it has."""
+    fields: dict[str, Any] = {}
+    labels = list(
+        VerdictLabel.objects.filter(run_id=run_id).values(
+            "rubric_id", "criterion_key", "text_hash", "satisfied"
+        )
+    )
+    verdicts = _review_progress(run_id, labels)
+    if labels and rubric_evaluation_id is not None:
+        fields.update(_rubric_fields(rubric_evaluation_id, verdicts))
+    if alignment_evaluation_id is not None:
+        fields.update(_alignment_fields(run_id, alignment_evaluation_id))
+    return fields
+
+
+def effective_verdicts(verdict_rows: list[dict[str, Any]], labels: list[dict[str, Any]]) -> list[EffectiveVerdict]:
+    """Judge verdict rows of one evaluation with the labels (of its rubric) that answer them."""
+    human = {(lb["criterion_key"], lb["text_hash"]): lb["satisfied"] for lb in labels}
+    return [
+        EffectiveVerdict(
+            key=v["criterion_key"],
+            description=v["description"],
+            required=v["required"],
+            judge=v["satisfied"],
+            human=human.get((v["criterion_key"], text_hash(v["description"]))),
+        )
+        for v in verdict_rows
+    ]
+
+
+def _review_progress(run_id: Any, labels: list[dict[str, Any]]) -> dict[Any, list[EffectiveVerdict]]:
+    """Update labelled/overridden/reviewed of the run's reviews; the effective verdicts of each
+    current evaluation, by evaluation id."""
+    if not labels:
+        RunReview.objects.filter(run_id=run_id, labelled__gt=0).update(
+            labelled=0, overridden=0, reviewed_at=None
+        )
+        return {}
+    by_rubric: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    for label in labels:
+        by_rubric[label["rubric_id"]].append(label)
+    current = dict(
+        Evaluation.objects.filter(
+            run_id=run_id, kind=Kind.RUBRIC, is_current=True, calibration=False, rubric_id__in=list(by_rubric)
+        ).values_list("id", "rubric_id")
+    )
+    rows: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    for row in CriterionVerdict.objects.filter(evaluation_id__in=list(current)).order_by("position").values(
+        "evaluation_id", "criterion_key", "description", "required", "satisfied"
+    ):
+        rows[row["evaluation_id"]].append(row)
+    out = {}
+    for evaluation_id, rubric_id in current.items():
+        out[evaluation_id] = effective_verdicts(rows[evaluation_id], by_rubric[rubric_id])
+        _progress_save(run_id, rubric_id, out[evaluation_id])
+    return out
+
+
+def _progress_save(run_id: Any, rubric_id: Any, verdicts: list[EffectiveVerdict]) -> None:
+    labelled = sum(1 for v in verdicts if v.human is not None)
+    done = bool(verdicts) and labelled == len(verdicts)
+    review, _ = RunReview.objects.get_or_create(
+        run_id=run_id,
+        rubric_id=rubric_id,
+        defaults={"team_id": _team_of(run_id)},
+    )
+    reviewed_at = (review.reviewed_at or timezone.now()) if done else None
+    RunReview.objects.filter(pk=review.pk).update(
+        labelled=labelled,
+        overridden=sum(1 for v in verdicts if v.overridden),
+        reviewed_at=reviewed_at,
+    )
+
+
+def _team_of(run_id: Any) -> Any:
+    from runs.models import AgentRun
+
+    return AgentRun.objects.filter(pk=run_id).values_list("team_id", flat=True).get()
+
+
+def _rubric_fields(evaluation_id: Any, verdicts: dict[Any, list[EffectiveVerdict]]) -> dict[str, Any]:
+    effective = verdicts.get(evaluation_id)
+    if not effective or not any(v.human is not None for v in effective):
+        return {}
+    scale = Evaluation.objects.filter(pk=evaluation_id).values_list("scale", flat=True).get()
+    return rubric_result(effective, scale)
+
+
+def _alignment_fields(run_id: Any, evaluation_id: Any) -> dict[str, Any]:
+    labels: dict[str, dict[str, float]] = defaultdict(dict)
+    for row in AlignmentLabel.objects.filter(run_id=run_id).values("perspective", "dimension", "score"):
+        labels[row["perspective"]][row["dimension"]] = row["score"]
+    if not labels:
+        return {}
+    evaluation = Evaluation.objects.only("scale", "alignment_weights").get(pk=evaluation_id)
+    scores = {
+        b.perspective: perspective_score(
+            {d: getattr(b, f"{d}_score") for d in DIMENSIONS}, labels.get(b.perspective, {}), b.weights
+        )
+        for b in AlignmentBreakdown.objects.filter(Q(evaluation_id=evaluation_id))
+    }
+    share = (evaluation.alignment_weights or {}).get("user_share")
+    return {"alignment_score": alignment_result(scores, share, evaluation.scale)}
