@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -136,6 +137,9 @@ def main() -> None:
     p.add_argument("--concurrency", type=int, default=32)
     p.add_argument("--latency", type=float, default=0.2)
     p.add_argument("--modes", default="bare,engine,engine-no-fast-path")
+    p.add_argument(
+        "--repeat", type=int, default=1, help="alternate the modes R times; report medians"
+    )
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--url", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -161,8 +165,14 @@ def main() -> None:
         print(
             f"N={args.calls} calls, C={args.concurrency} in flight, L={args.latency * 1000:.0f} ms, ideal {ideal:.2f} s"
         )
-        for mode in args.modes.split(","):
-            elapsed, cpu = measure(mode, f"http://127.0.0.1:{port}/v1", args)
+        modes = args.modes.split(",")
+        runs: dict[str, list[tuple[float, float]]] = {m: [] for m in modes}
+        for _ in range(args.repeat):  # interleaved, so a burst of outside load hits every mode
+            for mode in modes:
+                runs[mode].append(measure(mode, f"http://127.0.0.1:{port}/v1", args))
+        for mode in modes:
+            elapsed = statistics.median(e for e, _ in runs[mode])
+            cpu = statistics.median(c for _, c in runs[mode])
             print(
                 f"{mode:>20}: {elapsed:6.2f} s  {args.calls / elapsed:7.1f} calls/s  "
                 f"efficiency {ideal / elapsed:.2f}  client CPU {cpu / args.calls * 1000:.2f} ms/call"

@@ -257,3 +257,4 @@ def on_unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
 api.add_router("/rubrics", "rubrics.api.router")
 api.add_router("", "runs.api.router")
 api.add_router("", "runs.api_rescore.router")
+api.add_router("", "reviews.api.router")

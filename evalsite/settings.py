@@ -150,7 +150,8 @@ BROKER_DIR = DATA_DIR / "broker"
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or "filesystem://"
 CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {}
 if CELERY_BROKER_URL.startswith("filesystem"):
-    for sub in ("queue", "processed"):
+    CELERY_BROKER_TRANSPORT = "evalsite.broker:Transport"
+    for sub in ("queue", "processed", "staging"):
         (BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "queue"),

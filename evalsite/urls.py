@@ -10,4 +10,5 @@ urlpatterns = [
     path("", include("teams.urls")),
     path("", include("rubrics.urls")),
     path("", include("runs.urls")),
+    path("reviews/", include("reviews.urls")),
 ]

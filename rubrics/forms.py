@@ -75,8 +75,14 @@ def draft_apply(rows: list[dict[str, Any]], op: str, parsed: list[Any] | None = 
     if op == "add" and len(rows) < MAX_CRITERIA:
         rows.append({"key": "", "description": "", "required": True})
     elif op in ("import-append", "import-replace"):
-        imported = [{"key": "", "description": c.description, "required": c.required} for c in parsed or []]
-        rows = imported if op == "import-replace" else [r for r in rows if r["description"].strip()] + imported
+        imported = [
+            {"key": "", "description": c.description, "required": c.required} for c in parsed or []
+        ]
+        rows = (
+            imported
+            if op == "import-replace"
+            else [r for r in rows if r["description"].strip()] + imported
+        )
     else:
         match = re.fullmatch(r"(delete|up|down)-(\d+)", op)
         if match and int(match.group(2)) < len(rows):
@@ -106,7 +112,11 @@ def draft_criteria(rows: list[dict[str, Any]]) -> tuple[list[CriterionInput], li
 
 
 def draft_differs(rows: list[dict[str, Any]], criteria: list[Criterion]) -> bool:
-    wanted = [(r["key"], r["description"].strip(), r["required"]) for r in rows if r["description"].strip()]
+    wanted = [
+        (r["key"], r["description"].strip(), r["required"])
+        for r in rows
+        if r["description"].strip()
+    ]
     return wanted != [(c.key, c.description, c.required) for c in criteria]
 
 
@@ -204,9 +214,7 @@ class RubricSettingsForm(forms.Form):
         return cls(initial=initial)
 
     def weight_rows(self) -> list[tuple[str, list[Any]]]:
-        return [
-            (p, [self[f"w_{p}_{dim}"] for dim in DIMENSIONS]) for p in PERSPECTIVES
-        ]
+        return [(p, [self[f"w_{p}_{dim}"] for dim in DIMENSIONS]) for p in PERSPECTIVES]
 
     def service_fields(self) -> dict[str, Any]:
         """The cleaned values in the shape ``rubric_update`` takes."""

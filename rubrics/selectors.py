@@ -132,7 +132,9 @@ def rubric_rows(*, team: Team, include_archived: bool = False) -> list[RubricRow
     if not include_archived:
         rubrics = rubrics.filter(archived_at__isnull=True)
     rows = {r.id: RubricRow(rubric=r) for r in rubrics}
-    version_ids = [r.rubric.current_version_id for r in rows.values() if r.rubric.current_version_id]
+    version_ids = [
+        r.rubric.current_version_id for r in rows.values() if r.rubric.current_version_id
+    ]
     counts = dict(
         Criterion.objects.filter(version_id__in=version_ids)
         .values("version_id")
@@ -155,7 +157,8 @@ def rubric_rows(*, team: Team, include_archived: bool = False) -> list[RubricRow
         row = rows[s["rubric_id"]]
         row.judged, row.passed, row.last_run_at = s["judged"], s["passed"], s["last"]
     for row in rows.values():
-        row.criteria_count = counts.get(row.rubric.current_version_id, 0)
+        version_id = row.rubric.current_version_id
+        row.criteria_count = counts.get(version_id, 0) if version_id else 0
     return list(rows.values())
 
 
@@ -301,9 +304,11 @@ def rubric_failure_rates(*, rubric: Rubric, version: RubricVersion) -> list[Crit
     criteria = version_criteria(version_id=version.id)
     # Criterion rows belong to one version of this rubric, so their ids scope the count; it
     # is read from the verdict_criterion_stats index alone.
-    stats = {
-        row["criterion_id"]: row
-        for row in CriterionVerdict.objects.filter(criterion_id__in=[c.id for c in criteria], is_current=True)
+    stats: dict[Any, dict[str, Any]] = {
+        row["criterion_id"]: dict(row)
+        for row in CriterionVerdict.objects.filter(
+            criterion_id__in=[c.id for c in criteria], is_current=True
+        )
         .values("criterion_id")
         .annotate(
             judged=Count("criterion_id"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from django.db import IntegrityError, transaction
 from django.utils.text import slugify
@@ -342,7 +342,10 @@ def rubric_try(*, rubric: Rubric, criteria: Sequence[CriterionInput], run: Any) 
         CriterionSpec(id=c.key or f"draft{i + 1}", description=c.description, required=c.required)
         for i, c in enumerate(criteria)
     ]
-    scorer = RubricScorer(judge=judge, criteria=specs, scale=rubric.scale, strategy=rubric.strategy)
+    strategy: Literal["batched", "independent"] = (
+        "independent" if rubric.strategy == Strategy.INDEPENDENT else "batched"
+    )
+    scorer = RubricScorer(judge=judge, criteria=specs, scale=rubric.scale, strategy=strategy)
     coroutine = scorer.ascore(
         task=run.task_text,
         output=run.output_text,

@@ -10,7 +10,5 @@ urlpatterns = [
     path("rubrics/<uuid:rubric_id>/settings/", views.rubric_settings, name="rubric_settings"),
     path("rubrics/<uuid:rubric_id>/try/", views.rubric_try_view, name="rubric_try"),
     path("failures/", views.failures, name="failures"),
-    path(
-        "failures/<uuid:rubric_id>/<str:key>/", views.failures_walk, name="failures_walk"
-    ),
+    path("failures/<uuid:rubric_id>/<str:key>/", views.failures_walk, name="failures_walk"),
 ]

@@ -6,14 +6,16 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django_htmx.http import HttpResponseClientRedirect
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.middleware import HtmxDetails
 
 from runs.scoring import parse_criteria
 from teams.access import editor_required, team_object_or_404, team_required
+from teams.models import Membership, Team
 
 from . import selectors
 from .forms import (
@@ -39,18 +41,26 @@ from .services import (
 )
 
 
-def redirect_after_post(request: HttpRequest, url: str) -> HttpResponse:
+class TeamRequest(HttpRequest):
+    """What the middlewares add (django-stubs' typing pattern): htmx details and the team."""
+
+    htmx: HtmxDetails
+    team: Team
+    membership: Membership
+
+
+def redirect_after_post(request: TeamRequest, url: str) -> HttpResponse:
     """Post/redirect/get for forms; htmx requests are told to load the page themselves, so a
     redirect never lands inside a swapped fragment."""
-    if request.htmx:  # type: ignore[attr-defined]
+    if request.htmx:
         return HttpResponseClientRedirect(url)
     return redirect(url)
 
 
 @team_required
 @require_GET
-def rubric_list(request: HttpRequest) -> HttpResponse:
-    rows = selectors.rubric_rows(team=request.team)  # type: ignore[attr-defined]
+def rubric_list(request: TeamRequest) -> HttpResponse:
+    rows = selectors.rubric_rows(team=request.team)
     return render(request, "rubrics/rubric_list.html", {"rows": rows})
 
 
@@ -59,7 +69,7 @@ def rubric_list(request: HttpRequest) -> HttpResponse:
 
 @editor_required
 @require_http_methods(["GET", "POST"])
-def rubric_new(request: HttpRequest) -> HttpResponse:
+def rubric_new(request: TeamRequest) -> HttpResponse:
     form = RubricCreateForm(request.POST or None)
     parsed = None
     if request.method == "POST" and form.is_valid():
@@ -71,16 +81,16 @@ def rubric_new(request: HttpRequest) -> HttpResponse:
                 messages.success(request, f"Rubric “{rubric.name}” created.")
                 return redirect_after_post(request, reverse("rubric_detail", args=[rubric.id]))
     template = "rubrics/rubric_new.html"
-    if request.htmx and request.POST.get("op") == "preview":  # type: ignore[attr-defined]
+    if request.htmx and request.POST.get("op") == "preview":
         template += "#import-preview"
     return render(request, template, {"form": form, "parsed": parsed})
 
 
-def _create(request: HttpRequest, form: RubricCreateForm) -> Rubric | None:
+def _create(request: TeamRequest, form: RubricCreateForm) -> Rubric | None:
     data = form.cleaned_data
     try:
         return rubric_create(
-            team=request.team,  # type: ignore[attr-defined]
+            team=request.team,
             name=data["name"],
             description=data["description"],
             criteria=data["criteria_text"] or None,
@@ -94,13 +104,13 @@ def _create(request: HttpRequest, form: RubricCreateForm) -> Rubric | None:
 # --- The editor ----------------------------------------------------------------------------------
 
 
-def _rubric(request: HttpRequest, rubric_id: Any) -> Rubric:
+def _rubric(request: TeamRequest, rubric_id: Any) -> Rubric:
     return team_object_or_404(
         request, Rubric.objects.select_related("current_version"), id=rubric_id
     )
 
 
-def _diff_numbers(request: HttpRequest, versions: list[selectors.VersionRow]) -> tuple[int, int]:
+def _diff_numbers(request: TeamRequest, versions: list[selectors.VersionRow]) -> tuple[int, int]:
     """The two versions to compare: from the query, else the previous and current one."""
     numbers = [v.version.number for v in versions]
     default_new = numbers[0] if numbers else 0
@@ -115,7 +125,7 @@ def _int(value: Any, default: int) -> int:
         return default
 
 
-def _editor_context(request: HttpRequest, rubric: Rubric, **overrides: Any) -> dict[str, Any]:
+def _editor_context(request: TeamRequest, rubric: Rubric, **overrides: Any) -> dict[str, Any]:
     """Everything the editor page shows; a fixed number of queries."""
     current = selectors.version_criteria(version_id=rubric.current_version_id)
     versions = selectors.rubric_versions(rubric=rubric)
@@ -141,15 +151,15 @@ def _editor_context(request: HttpRequest, rubric: Rubric, **overrides: Any) -> d
 
 @team_required
 @require_GET
-def rubric_detail(request: HttpRequest, rubric_id: Any) -> HttpResponse:
+def rubric_detail(request: TeamRequest, rubric_id: Any) -> HttpResponse:
     rubric = _rubric(request, rubric_id)
     template = "rubrics/rubric_detail.html"
-    if request.htmx and "a" in request.GET:  # type: ignore[attr-defined]
+    if request.htmx and "a" in request.GET:
         template += "#diff"
     return render(request, template, _editor_context(request, rubric))
 
 
-def _posted_draft(request: HttpRequest) -> tuple[Any, DraftMetaForm, list[dict[str, Any]]]:
+def _posted_draft(request: TeamRequest) -> tuple[Any, DraftMetaForm, list[dict[str, Any]]]:
     formset = CriteriaFormSet(request.POST, prefix="c")
     meta = DraftMetaForm(request.POST)
     meta.is_valid()
@@ -160,7 +170,7 @@ def _posted_draft(request: HttpRequest) -> tuple[Any, DraftMetaForm, list[dict[s
 
 @editor_required
 @require_POST
-def rubric_criteria(request: HttpRequest, rubric_id: Any) -> HttpResponse:
+def rubric_criteria(request: TeamRequest, rubric_id: Any) -> HttpResponse:
     """Every change to the draft: add/delete/move rows, preview and accept a paste, save.
     Only ``save`` writes (a new version); the rest re-render the draft held in the form."""
     rubric = _rubric(request, rubric_id)
@@ -170,35 +180,50 @@ def rubric_criteria(request: HttpRequest, rubric_id: Any) -> HttpResponse:
         return _render_editor(request, rubric, formset=formset, meta=meta)
     if op == "save":
         return _save(request, rubric, formset, meta, rows)
-    parsed = parse_criteria(meta.cleaned_data.get("import_text", "")) if op.startswith(("preview", "import")) else None
+    parsed = (
+        parse_criteria(meta.cleaned_data.get("import_text", ""))
+        if op.startswith(("preview", "import"))
+        else None
+    )
     if op.startswith("import"):
         rows = draft_apply(rows, op, parsed)
         meta = DraftMetaForm(initial={"note": meta.cleaned_data.get("note", "")})
         parsed = None
     else:
         rows = draft_apply(rows, op)
-    return _render_editor(request, rubric, formset=draft_formset(rows), meta=meta, parsed=parsed, rows=rows)
+    return _render_editor(
+        request, rubric, formset=draft_formset(rows), meta=meta, parsed=parsed, rows=rows
+    )
 
 
-def _render_editor(request: HttpRequest, rubric: Rubric, *, rows: Any = None, **parts: Any) -> HttpResponse:
+def _render_editor(
+    request: TeamRequest, rubric: Rubric, *, rows: Any = None, **parts: Any
+) -> HttpResponse:
     context = _editor_context(request, rubric, **parts)
     if rows is not None:
         context["dirty"] = draft_differs(rows, context["current_criteria"])
     template = "rubrics/rubric_detail.html"
-    if request.htmx:  # type: ignore[attr-defined]
+    if request.htmx:
         template += "#criteria-editor"
     return render(request, template, context)
 
 
-def _save(request: HttpRequest, rubric: Rubric, formset: Any, meta: DraftMetaForm, rows: list) -> HttpResponse:
+def _save(
+    request: TeamRequest, rubric: Rubric, formset: Any, meta: DraftMetaForm, rows: list
+) -> HttpResponse:
     criteria, indexes = draft_criteria(rows)
     try:
         version, created = rubric_set_criteria(
-            rubric=rubric, criteria=criteria, user=request.user, note=meta.cleaned_data.get("note", "")
+            rubric=rubric,
+            criteria=criteria,
+            user=request.user,
+            note=meta.cleaned_data.get("note", ""),
         )
     except RubricValidationError as exc:
         leftover = criteria_errors_onto_formset(formset, exc, indexes)
-        return _render_editor(request, rubric, formset=formset, meta=meta, draft_error=leftover, rows=rows)
+        return _render_editor(
+            request, rubric, formset=formset, meta=meta, draft_error=leftover, rows=rows
+        )
     if created:
         messages.success(request, f"Saved as version {version.number}.")
     else:
@@ -211,7 +236,7 @@ def _save(request: HttpRequest, rubric: Rubric, formset: Any, meta: DraftMetaFor
 
 @editor_required
 @require_POST
-def rubric_settings(request: HttpRequest, rubric_id: Any) -> HttpResponse:
+def rubric_settings(request: TeamRequest, rubric_id: Any) -> HttpResponse:
     rubric = _rubric(request, rubric_id)
     form = RubricSettingsForm(request.POST)
     if form.is_valid():
@@ -223,14 +248,14 @@ def rubric_settings(request: HttpRequest, rubric_id: Any) -> HttpResponse:
             messages.success(request, "Judge settings saved.")
             return redirect_after_post(request, reverse("rubric_detail", args=[rubric.id]))
     template = "rubrics/rubric_detail.html"
-    if request.htmx:  # type: ignore[attr-defined]
+    if request.htmx:
         template += "#settings-form"
     return render(request, template, _editor_context(request, rubric, settings_form=form))
 
 
 @editor_required
 @require_POST
-def rubric_try_view(request: HttpRequest, rubric_id: Any) -> HttpResponse:
+def rubric_try_view(request: TeamRequest, rubric_id: Any) -> HttpResponse:
     """Score one stored run with the draft criteria, saving nothing."""
     rubric = _rubric(request, rubric_id)
     formset, meta, rows = _posted_draft(request)
@@ -245,16 +270,18 @@ def rubric_try_view(request: HttpRequest, rubric_id: Any) -> HttpResponse:
         outcome, error = rubric_try(rubric=rubric, criteria=criteria, run=run), ""
     context = {"try_outcome": outcome, "try_error": error, "try_run": run}
     template = "rubrics/rubric_detail.html"
-    if request.htmx:  # type: ignore[attr-defined]
+    if request.htmx:
         return render(request, template + "#try-result", context | {"rubric": rubric})
     formset = draft_formset(rows) if formset.is_valid() else formset
-    return render(request, template, _editor_context(request, rubric, formset=formset, meta=meta, **context))
+    return render(
+        request, template, _editor_context(request, rubric, formset=formset, meta=meta, **context)
+    )
 
 
 # --- Failed-criteria review ----------------------------------------------------------------------
 
 
-def _version_for(request: HttpRequest, rubric: Rubric) -> RubricVersion | None:
+def _version_for(request: TeamRequest, rubric: Rubric) -> RubricVersion | None:
     number = _int(request.GET.get("version"), 0)
     if number:
         version = RubricVersion.objects.filter(rubric=rubric, number=number).first()
@@ -266,10 +293,10 @@ def _version_for(request: HttpRequest, rubric: Rubric) -> RubricVersion | None:
 
 @team_required
 @require_GET
-def failures(request: HttpRequest) -> HttpResponse:
+def failures(request: TeamRequest) -> HttpResponse:
     """Pick a rubric and version; each criterion's failure count and rate, most failed first."""
     rubrics = list(
-        Rubric.objects.filter(team=request.team, archived_at__isnull=True)  # type: ignore[attr-defined]
+        Rubric.objects.filter(team=request.team, archived_at__isnull=True)
         .select_related("current_version")
         .order_by("name")
     )
@@ -283,30 +310,34 @@ def failures(request: HttpRequest) -> HttpResponse:
         version = _version_for(request, rubric)
         context.update(
             version=version,
-            versions=RubricVersion.objects.filter(rubric=rubric).order_by("-number").only("id", "number"),
+            versions=RubricVersion.objects.filter(rubric=rubric)
+            .order_by("-number")
+            .only("id", "number"),
             rows=selectors.rubric_failure_rates(rubric=rubric, version=version) if version else [],
         )
     template = "rubrics/failures.html"
-    if request.htmx and request.GET.get("partial") == "table":  # type: ignore[attr-defined]
+    if request.htmx and request.GET.get("partial") == "table":
         template += "#failure-table"
     return render(request, template, context)
 
 
 @team_required
 @require_GET
-def failures_walk(request: HttpRequest, rubric_id: Any, key: str) -> HttpResponse:
+def failures_walk(request: TeamRequest, rubric_id: Any, key: str) -> HttpResponse:
     """Walk the runs failing one criterion, newest first; j/k or the links move."""
     rubric = _rubric(request, rubric_id)
     version = _version_for(request, rubric)
     criterion = Criterion.objects.filter(version=version, key=key).first() if version else None
     if criterion is None:
         raise Http404("No such criterion in this version")
-    step = selectors.failing_runs_walk(rubric=rubric, criterion=criterion, run_id=_uuid(request.GET.get("run")))
+    step = selectors.failing_runs_walk(
+        rubric=rubric, criterion=criterion, run_id=_uuid(request.GET.get("run"))
+    )
     if step is None and request.GET.get("run"):
         raise Http404("That run does not fail this criterion")
     context = {"rubric": rubric, "version": version, "criterion": criterion, "step": step}
     template = "rubrics/failures_walk.html"
-    if request.htmx:  # type: ignore[attr-defined]
+    if request.htmx:
         template += "#walk"
     return render(request, template, context)
 
@@ -318,4 +349,3 @@ def _uuid(value: str | None) -> str | None:
         return str(uuid.UUID(value)) if value else None
     except ValueError:
         raise Http404("Bad run id") from None
-

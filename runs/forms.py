@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from django import forms
 
 from .models import Status
@@ -29,7 +31,7 @@ class RunFilterForm(forms.Form):
     def value(self, name: str) -> str:
         return (self.data.get(name) or "").strip()
 
-    def sort_order(self) -> str:
+    def sort_order(self) -> Literal["newest", "oldest"]:
         return "oldest" if self.value("sort") == "oldest" else "newest"
 
 
@@ -37,7 +39,9 @@ class RescoreForm(forms.Form):
     """A re-score request from a button: one run, the selected runs, or every failing run of
     a rubric. ``confirm`` is set by the confirmation step for costly batches."""
 
-    scope = forms.ChoiceField(choices=[("run", "run"), ("selected", "selected"), ("failing", "failing")])
+    scope = forms.ChoiceField(
+        choices=[("run", "run"), ("selected", "selected"), ("failing", "failing")]
+    )
     rubric = forms.UUIDField(required=False)
     run = forms.UUIDField(required=False)
     criterion = forms.CharField(required=False, max_length=32)

@@ -378,7 +378,9 @@ def run_detail(*, team: Team, run_id: Any, evaluation_id: Any = None) -> RunDeta
     return RunDetail(run, evaluations, rubric_eval, alignment_eval, verdicts, perspectives)
 
 
-def _shown(evaluations: list[Evaluation], kind: str, picked: Evaluation | None, rubric_id: Any):
+def _shown(
+    evaluations: list[Evaluation], kind: str, picked: Evaluation | None, rubric_id: Any
+) -> Evaluation | None:
     """The picked evaluation when it is of this kind; else the current one (preferring the
     run's own rubric); else the newest of the kind (still queued, or failed)."""
     if picked is not None and picked.kind == kind:
@@ -386,7 +388,8 @@ def _shown(evaluations: list[Evaluation], kind: str, picked: Evaluation | None, 
     of_kind = [e for e in evaluations if e.kind == kind]
     current = [e for e in of_kind if e.is_current]
     preferred = [e for e in current if e.rubric_id == rubric_id] or current
-    return (preferred or of_kind or [None])[0]
+    candidates = preferred or of_kind
+    return candidates[0] if candidates else None
 
 
 def run_status_cell(*, team: Team, run_id: Any) -> AgentRun | None:
@@ -451,13 +454,13 @@ def home_overview(*, team: Team, days: int = 30) -> HomeOverview:
         .order_by()
     )
     overview = HomeOverview(day_list, [], [], [], {}, 0, 0, 0)
-    series = _pass_rate_series(overview, list(run_rows))
+    series = _pass_rate_series(overview, [dict(r) for r in run_rows])
     names = dict(Rubric.objects.filter(id__in=list(series)).values_list("id", "name"))
     overview.pass_rates = sorted(
         ({"id": k, "name": names.get(k, "?"), "points": v} for k, v in series.items()),
         key=lambda s: s["name"],
     )
-    _evaluation_totals(overview, list(eval_rows))
+    _evaluation_totals(overview, [dict(r) for r in eval_rows])
     return overview
 
 

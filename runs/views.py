@@ -12,10 +12,12 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.middleware import HtmxDetails
 
 from evalsite.pagination import InvalidCursor
 from rubrics.models import Criterion, Rubric, RubricVersion
 from teams.access import editor_required, team_object_or_404, team_required
+from teams.models import Membership, Team
 
 from . import selectors
 from .forms import RescoreForm, RunFilterForm
@@ -29,13 +31,22 @@ from .services.rescore import (
     batch_estimate,
 )
 
+
+class TeamRequest(HttpRequest):
+    """What the middlewares add (django-stubs' typing pattern): htmx details and the team."""
+
+    htmx: HtmxDetails
+    team: Team
+    membership: Membership
+
+
 PAGE_SIZE = 50
 
 
 @team_required
 @require_GET
-def home(request: HttpRequest) -> HttpResponse:
-    o = selectors.home_overview(team=request.team)  # type: ignore[attr-defined]
+def home(request: TeamRequest) -> HttpResponse:
+    o = selectors.home_overview(team=request.team)
     usage = [o.usage.get(day, {}) for day in o.days]
     context = {
         "o": o,
@@ -64,7 +75,9 @@ def _sum_known(values: Any) -> float | None:
 def _filter_choices(team: Any, filters: RunFilters | None) -> dict[str, Any]:
     """Rubrics, and for the chosen rubric its versions and the criteria of the chosen (else
     current) version: what the filter selects offer. At most three queries."""
-    rubrics = list(Rubric.objects.filter(team=team).select_related("current_version").order_by("name"))
+    rubrics = list(
+        Rubric.objects.filter(team=team).select_related("current_version").order_by("name")
+    )
     rubric = None
     if filters and filters.rubric:
         rubric = next((r for r in rubrics if filters.rubric in (str(r.id), r.slug)), None)
@@ -72,18 +85,24 @@ def _filter_choices(team: Any, filters: RunFilters | None) -> dict[str, Any]:
     criteria: list[Criterion] = []
     if rubric is not None:
         versions = list(
-            RubricVersion.objects.filter(rubric=rubric).order_by("-number").values_list("number", flat=True)
+            RubricVersion.objects.filter(rubric=rubric)
+            .order_by("-number")
+            .values_list("number", flat=True)
         )
         number = filters.version if filters and filters.version else None
-        version_q = {"version__number": number} if number else {"version_id": rubric.current_version_id}
-        criteria = list(Criterion.objects.filter(version__rubric=rubric, **version_q).order_by("position"))
+        version_q = (
+            {"version__number": number} if number else {"version_id": rubric.current_version_id}
+        )
+        criteria = list(
+            Criterion.objects.filter(version__rubric=rubric, **version_q).order_by("position")
+        )
     return {"rubrics": rubrics, "chosen_rubric": rubric, "versions": versions, "criteria": criteria}
 
 
 @team_required
 @require_GET
-def run_list(request: HttpRequest) -> HttpResponse:
-    team = request.team  # type: ignore[attr-defined]
+def run_list(request: TeamRequest) -> HttpResponse:
+    team = request.team
     form = RunFilterForm(request.GET)
     errors: dict[str, str] = {}
     filters: RunFilters | None = None
@@ -91,7 +110,10 @@ def run_list(request: HttpRequest) -> HttpResponse:
     try:
         filters = RunFilters.from_query(request.GET)
         page = selectors.runs_list(
-            team=team, filters=filters, cursor=request.GET.get("cursor") or None, limit=PAGE_SIZE,
+            team=team,
+            filters=filters,
+            cursor=request.GET.get("cursor") or None,
+            limit=PAGE_SIZE,
             sort=form.sort_order(),
         )
     except RunFilterError as exc:
@@ -107,17 +129,17 @@ def run_list(request: HttpRequest) -> HttpResponse:
         **_filter_choices(team, filters),
     }
     template = "runs/run_list.html"
-    if request.htmx and request.htmx.target == "runs-region":  # type: ignore[attr-defined]
+    if request.htmx and request.htmx.target == "runs-region":
         template += "#runs-region"
     return render(request, template, context)
 
 
 @team_required
 @require_GET
-def run_status(request: HttpRequest, run_id: Any) -> HttpResponse:
+def run_status(request: TeamRequest, run_id: Any) -> HttpResponse:
     """The live result cell. While the run is queued or running the cell polls itself; the
     final cell comes back without the trigger, which ends the polling."""
-    run = selectors.run_status_cell(team=request.team, run_id=run_id)  # type: ignore[attr-defined]
+    run = selectors.run_status_cell(team=request.team, run_id=run_id)
     if run is None:
         raise Http404("No such run")
     return render(request, "runs/run_list.html#status-cell", {"run": run})
@@ -128,9 +150,9 @@ def run_status(request: HttpRequest, run_id: Any) -> HttpResponse:
 
 @team_required
 @require_GET
-def run_detail(request: HttpRequest, run_id: Any) -> HttpResponse:
+def run_detail(request: TeamRequest, run_id: Any) -> HttpResponse:
     detail = selectors.run_detail(
-        team=request.team,  # type: ignore[attr-defined]
+        team=request.team,
         run_id=run_id,
         evaluation_id=request.GET.get("evaluation"),
     )
@@ -143,18 +165,18 @@ def run_detail(request: HttpRequest, run_id: Any) -> HttpResponse:
 # --- Re-scoring ----------------------------------------------------------------------------------
 
 
-def _safe_next(request: HttpRequest) -> str:
+def _safe_next(request: TeamRequest) -> str:
     """The posted ``next`` when it points at this site (never another host or a script)."""
     target = request.POST.get("next") or ""
     ok = url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()})
     return target if ok else ""
 
 
-def _redirect_back(request: HttpRequest, fallback: str) -> HttpResponse:
+def _redirect_back(request: TeamRequest, fallback: str) -> HttpResponse:
     return redirect(_safe_next(request) or fallback)
 
 
-def _rescore_targets(request: HttpRequest, form: RescoreForm) -> list[tuple[Rubric, RescoreScope]]:
+def _rescore_targets(request: TeamRequest, form: RescoreForm) -> list[tuple[Rubric, RescoreScope]]:
     """(rubric, scope) per batch to create. Selected runs of several rubrics give one batch per
     rubric (a batch judges against one rubric version)."""
     data = form.cleaned_data
@@ -166,19 +188,23 @@ def _rescore_targets(request: HttpRequest, form: RescoreForm) -> list[tuple[Rubr
         return [(rubric, RescoreScope(failed_only=criterion is None, criterion=criterion))]
     if scope_name == "run":
         run = team_object_or_404(request, AgentRun, id=data["run"])
-        rubric = team_object_or_404(request, Rubric, id=data["rubric"]) if data.get("rubric") else run.rubric
+        rubric = (
+            team_object_or_404(request, Rubric, id=data["rubric"])
+            if data.get("rubric")
+            else run.rubric
+        )
         return [(rubric, RescoreScope(runs=(run.pk,)))] if rubric else []
     return _selected_targets(request, data.get("rubric"))
 
 
-def _selected_targets(request: HttpRequest, rubric_id: Any) -> list[tuple[Rubric, RescoreScope]]:
+def _selected_targets(request: TeamRequest, rubric_id: Any) -> list[tuple[Rubric, RescoreScope]]:
     ids = []
     for raw in request.POST.getlist("runs")[:MAX_SELECTED]:
         try:
             ids.append(uuid.UUID(raw))
         except ValueError:
             continue
-    runs = AgentRun.objects.filter(team=request.team, pk__in=ids).select_related("rubric")  # type: ignore[attr-defined]
+    runs = AgentRun.objects.filter(team=request.team, pk__in=ids).select_related("rubric")
     if rubric_id:
         rubric = team_object_or_404(request, Rubric, id=rubric_id)
         return [(rubric, RescoreScope(runs=tuple(r.pk for r in runs)))] if runs else []
@@ -194,26 +220,36 @@ MAX_SELECTED = 1000
 
 @editor_required
 @require_POST
-def rescore_start(request: HttpRequest) -> HttpResponse:
+def rescore_start(request: TeamRequest) -> HttpResponse:
     """The re-score buttons: one run, the selected runs, or every failing run of a rubric.
     Costly batches (estimate above the team's threshold) ask for confirmation first."""
     form = RescoreForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Nothing to re-score: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+        messages.error(
+            request,
+            "Nothing to re-score: "
+            + "; ".join(f"{k}: {' '.join(str(m) for m in v)}" for k, v in form.errors.items()),
+        )
         return _redirect_back(request, reverse("run_list"))
     targets = _rescore_targets(request, form)
     if not targets:
         messages.error(request, "Nothing to re-score: pick runs that have a rubric.")
         return _redirect_back(request, reverse("run_list"))
-    team = request.team  # type: ignore[attr-defined]
+    team = request.team
     try:
         if not form.cleaned_data["confirm"]:
             estimates = [(r, batch_estimate(team=team, rubric=r, scope=s)) for r, s in targets]
             if _needs_confirmation(team, [e for _, e in estimates]):
-                context = {"estimates": estimates, "post": request.POST, "back": _safe_next(request)}
+                context = {
+                    "estimates": estimates,
+                    "post": request.POST,
+                    "back": _safe_next(request),
+                }
                 return render(request, "runs/rescore_confirm.html", context)
         batches = [
-            batch_create(team=team, rubric=r, scope=s, force=form.cleaned_data["force"], user=request.user)[0]
+            batch_create(
+                team=team, rubric=r, scope=s, force=form.cleaned_data["force"], user=request.user
+            )[0]
             for r, s in targets
         ]
     except RescoreValidationError as exc:
@@ -227,7 +263,7 @@ def _needs_confirmation(team: Any, estimates: list[Any]) -> bool:
     return bool(costs) and sum(costs) > float(team.confirm_cost_above)
 
 
-def _after_rescore(request: HttpRequest, form: RescoreForm, batches: list[Any]) -> HttpResponse:
+def _after_rescore(request: TeamRequest, form: RescoreForm, batches: list[Any]) -> HttpResponse:
     total = sum(b.total for b in batches)
     if form.cleaned_data["scope"] == "run":
         if total:
@@ -243,21 +279,22 @@ def _after_rescore(request: HttpRequest, form: RescoreForm, batches: list[Any]) 
 
 @team_required
 @require_GET
-def batch_detail(request: HttpRequest, batch_id: Any) -> HttpResponse:
-    batch = selectors.batch_get(team=request.team, batch_id=batch_id)  # type: ignore[attr-defined]
+def batch_detail(request: TeamRequest, batch_id: Any) -> HttpResponse:
+    batch = selectors.batch_get(team=request.team, batch_id=batch_id)
     if batch is None:
         raise Http404("No such batch")
     context = {"p": selectors.batch_progress(batch=batch), "batch": batch}
     template = "runs/batch_detail.html"
-    if request.htmx and request.htmx.target == "batch-progress":  # type: ignore[attr-defined]
+    if request.htmx and request.htmx.target == "batch-progress":
         template += "#batch-progress"
     return render(request, template, context)
 
 
 @team_required
 @require_GET
-def batch_list(request: HttpRequest) -> HttpResponse:
-    page = selectors.batches_list(team=request.team, cursor=request.GET.get("cursor") or None, limit=25)  # type: ignore[attr-defined]
+def batch_list(request: TeamRequest) -> HttpResponse:
+    team = request.team
+    page = selectors.batches_list(team=team, cursor=request.GET.get("cursor") or None, limit=25)
     progress = selectors.batches_progress(batches=page.items)
     rows = [progress[b.pk] for b in page.items]
     return render(request, "runs/batch_list.html", {"rows": rows, "page": page})
@@ -265,7 +302,7 @@ def batch_list(request: HttpRequest) -> HttpResponse:
 
 @editor_required
 @require_POST
-def batch_cancel_view(request: HttpRequest, batch_id: Any) -> HttpResponse:
+def batch_cancel_view(request: TeamRequest, batch_id: Any) -> HttpResponse:
     batch = team_object_or_404(request, RescoreBatch, id=batch_id)
     batch_cancel(batch=batch)
     messages.info(request, "Batch cancelled: queued work was dropped, running work finishes.")

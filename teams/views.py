@@ -57,7 +57,9 @@ class TeamSettingsForm(forms.Form):
 def _settings_page(request: HttpRequest, *, status: int = 200, **context: Any) -> HttpResponse:
     team = request.team  # type: ignore[attr-defined]
     context.setdefault("key_form", ApiKeyForm())
-    context.setdefault("settings_form", TeamSettingsForm(initial={"confirm_cost_above": team.confirm_cost_above}))
+    context.setdefault(
+        "settings_form", TeamSettingsForm(initial={"confirm_cost_above": team.confirm_cost_above})
+    )
     context["keys"] = api_keys_list(team=team).select_related("created_by")
     response = render(request, "teams/settings.html", context, status=status)
     if "new_key" in context:
@@ -95,7 +97,11 @@ def api_key_new(request: HttpRequest) -> HttpResponse:
     form = ApiKeyForm(request.POST)
     if not form.is_valid():
         return _settings_page(request, key_form=form)
-    key, raw = api_key_create(team=request.team, name=form.cleaned_data["name"], created_by=request.user)  # type: ignore[attr-defined]
+    key, raw = api_key_create(
+        team=request.team,  # type: ignore[attr-defined]
+        name=form.cleaned_data["name"],
+        created_by=request.user,  # type: ignore[arg-type]
+    )
     return _settings_page(request, new_key=key, new_secret=raw)
 
 

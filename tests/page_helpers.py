@@ -24,7 +24,9 @@ def signed_in(user: Any, **kwargs: Any) -> Client:
 def judge_pending(run: AgentRun) -> AgentRun:
     """Execute the run's queued evaluations in this process against the configured (fake)
     judge: the real claim → judge → record path, without a worker."""
-    for evaluation_id in Evaluation.objects.filter(run=run, status=Status.QUEUED).values_list("id", flat=True):
+    for evaluation_id in Evaluation.objects.filter(run=run, status=Status.QUEUED).values_list(
+        "id", flat=True
+    ):
         outcome = evaluation_execute(evaluation_id=str(evaluation_id))
         assert outcome.status in ("succeeded", "failed"), outcome
     run.refresh_from_db()

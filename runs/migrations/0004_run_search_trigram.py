@@ -9,7 +9,11 @@ extension cannot be created (no privilege), the indexes are skipped and search s
 
 from django.db import DatabaseError, migrations, transaction
 
-COLUMNS = {"run_search_external_id": "external_id", "run_search_task": "task_text", "run_search_output": "output_text"}
+COLUMNS = {
+    "run_search_external_id": "external_id",
+    "run_search_task": "task_text",
+    "run_search_output": "output_text",
+}
 
 
 def create(apps, schema_editor):

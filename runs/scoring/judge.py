@@ -202,7 +202,7 @@ def _has_custom_price(config: JudgeConfig) -> bool:
 
 def _cost(
     config: JudgeConfig, response: Any, prompt_tokens: int | None, completion_tokens: int | None
-):
+) -> float | None:
     """USD cost when litellm knows the price (its map, or prices given in `extra`), else None."""
     custom = _has_custom_price(config)
     if not (custom or _is_priced(config.model)):

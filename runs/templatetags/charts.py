@@ -53,12 +53,16 @@ def _frame(
         value = top * step / steps
         y = _y(value, top)
         parts.append(f'<line x1="{PAD_LEFT}" x2="{WIDTH - PAD_RIGHT}" y1="{y:.1f}" y2="{y:.1f}"/>')
-        parts.append(f'<text x="{PAD_LEFT - 6}" y="{y + 3:.1f}" text-anchor="end">{escape(fmt(value))}</text>')
+        parts.append(
+            f'<text x="{PAD_LEFT - 6}" y="{y + 3:.1f}" text-anchor="end">{escape(fmt(value))}</text>'
+        )
     n = len(days)
     for i in sorted({0, n // 2, n - 1}) if n else []:
         anchor = "start" if i == 0 else "end" if i == n - 1 else "middle"
         x = _slot_x(i, n) if slots else _x(i, n)
-        parts.append(f'<text x="{x:.1f}" y="{HEIGHT - 8}" text-anchor="{anchor}">{days[i]:%b %d}</text>')
+        parts.append(
+            f'<text x="{x:.1f}" y="{HEIGHT - 8}" text-anchor="{anchor}">{days[i]:%b %d}</text>'
+        )
     parts.append("</g>")
     return parts
 
@@ -130,7 +134,11 @@ def column_chart(
     """Daily columns (judge tokens or cost). ``narrow`` enlarges the labels for a chart drawn
     at half width, so they stay readable."""
     if not any(values):
-        empty = "No judge cost recorded: litellm has no price for this judge model." if unit == "$" else "No judge calls in this period."
+        empty = (
+            "No judge cost recorded: litellm has no price for this judge model."
+            if unit == "$"
+            else "No judge calls in this period."
+        )
         return format_html('<div class="chart-empty">{}</div>', empty)
     top, steps = _nice_top(max(values))
     fmt = (lambda v: f"${v:,.2f}") if unit == "$" else _compact

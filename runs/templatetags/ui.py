@@ -150,8 +150,17 @@ def get(mapping: Any, key: Any) -> Any:
 
 @register.simple_tag
 def status_badge(status: str, label: str = "") -> str:
-    dot = format_html('<span class="dot" aria-hidden="true"></span>') if status in ("queued", "running") else ""
-    return format_html('<span class="badge badge-{}">{}{}</span>', status, dot, label or status.replace("_", " ").capitalize())
+    dot = (
+        format_html('<span class="dot" aria-hidden="true"></span>')
+        if status in ("queued", "running")
+        else ""
+    )
+    return format_html(
+        '<span class="badge badge-{}">{}{}</span>',
+        status,
+        dot,
+        label or status.replace("_", " ").capitalize(),
+    )
 
 
 @register.simple_tag
@@ -193,14 +202,22 @@ def alignment_dimensions(breakdown: Any) -> list[dict[str, Any]]:
         score = getattr(breakdown, f"{key}_score")
         weight = float(weights.get(key, 0))
         rows.append(
-            {"key": key, "label": label, "score": score, "weight": weight, "contribution": weight * score}
+            {
+                "key": key,
+                "label": label,
+                "score": score,
+                "weight": weight,
+                "contribution": weight * score,
+            }
         )
     return rows
 
 
 @register.filter
 def role_label(role: str) -> str:
-    return {"system": "System", "user": "User", "assistant": "Assistant"}.get(role, str(role).capitalize())
+    return {"system": "System", "user": "User", "assistant": "Assistant"}.get(
+        role, str(role).capitalize()
+    )
 
 
 @register.filter

@@ -42,7 +42,9 @@ def chromium() -> Iterator[Any]:
 
 @pytest.fixture
 def browser_page(chromium, live_server) -> Iterator[Any]:
-    context = chromium.new_context(base_url=live_server.url, viewport={"width": 1360, "height": 900})
+    context = chromium.new_context(
+        base_url=live_server.url, viewport={"width": 1360, "height": 900}
+    )
     context.set_default_timeout(TIMEOUT_MS)
     page = context.new_page()
     errors: list[str] = []

@@ -43,7 +43,9 @@ def test_paste_import_a_rubric_preview_it_and_save_it(browser_page, sign_in, own
     assert rubric.current_version.number == 1
 
 
-def test_edit_one_criterion_and_see_version_two_and_its_diff(browser_page, sign_in, owner, make_rubric):
+def test_edit_one_criterion_and_see_version_two_and_its_diff(
+    browser_page, sign_in, owner, make_rubric
+):
     rubric = make_rubric()
     page = sign_in(browser_page, owner)
     page.goto(f"/rubrics/{rubric.id}/")
@@ -59,7 +61,9 @@ def test_edit_one_criterion_and_see_version_two_and_its_diff(browser_page, sign_
     expect(page.locator("#diff h2")).to_have_text("Changes v1 → v2")
 
 
-def test_draft_rows_are_added_and_moved_in_place_with_htmx(browser_page, sign_in, owner, make_rubric):
+def test_draft_rows_are_added_and_moved_in_place_with_htmx(
+    browser_page, sign_in, owner, make_rubric
+):
     rubric = make_rubric()
     page = sign_in(browser_page, owner)
     page.goto(f"/rubrics/{rubric.id}/")
@@ -72,7 +76,9 @@ def test_draft_rows_are_added_and_moved_in_place_with_htmx(browser_page, sign_in
     assert rubric.versions.count() == 1
 
 
-def test_try_the_draft_on_a_stored_run_shows_verdicts_inline(browser_page, sign_in, owner, make_rubric, make_run, fake_judge):
+def test_try_the_draft_on_a_stored_run_shows_verdicts_inline(
+    browser_page, sign_in, owner, make_rubric, make_run, fake_judge
+):
     rubric = make_rubric()
     make_run(output=PASSING, external_id="stored-run")
     page = sign_in(browser_page, owner)
@@ -106,11 +112,15 @@ def test_open_a_failed_run_and_read_its_verdicts_and_alignment_bars(
     expect(page.get_by_test_id("band")).to_be_visible()
 
 
-def test_filter_runs_by_a_failing_criterion(browser_page, sign_in, owner, make_rubric, make_run, fake_judge):
+def test_filter_runs_by_a_failing_criterion(
+    browser_page, sign_in, owner, make_rubric, make_run, fake_judge
+):
     rubric = make_rubric()
     judged_run(make_run, rubric=rubric.slug, output=PASSING, external_id="passes")
     judged_run(make_run, rubric=rubric.slug, output="Refund sent.", external_id="no-order-number")
-    judged_run(make_run, rubric=rubric.slug, output="Order number 7 is late.", external_id="no-refund")
+    judged_run(
+        make_run, rubric=rubric.slug, output="Order number 7 is late.", external_id="no-refund"
+    )
     page = sign_in(browser_page, owner)
     page.goto("/runs/")
     expect(page.get_by_test_id("runs").locator("tbody tr")).to_have_count(3)
@@ -125,7 +135,9 @@ def test_filter_runs_by_a_failing_criterion(browser_page, sign_in, owner, make_r
     expect(page).to_have_url(re.compile(r"failing_criterion=c2"))
 
 
-def test_walk_failing_runs_with_the_keyboard(browser_page, sign_in, owner, make_rubric, make_run, fake_judge):
+def test_walk_failing_runs_with_the_keyboard(
+    browser_page, sign_in, owner, make_rubric, make_run, fake_judge
+):
     rubric = make_rubric()
     for i in range(3):
         judged_run(make_run, rubric=rubric.slug, output=f"Sorry {i}", external_id=f"sorry-{i}")
@@ -140,7 +152,9 @@ def test_walk_failing_runs_with_the_keyboard(browser_page, sign_in, owner, make_
     expect(page.get_by_test_id("walk-position")).to_have_text("1 of 3")
 
 
-def test_start_a_re_score_and_watch_the_progress_bar_finish(browser_page, sign_in, owner, make_rubric, make_run, worker):
+def test_start_a_re_score_and_watch_the_progress_bar_finish(
+    browser_page, sign_in, owner, make_rubric, make_run, worker
+):
     rubric = make_rubric()
     for i in range(4):
         judged_run(make_run, rubric=rubric.slug, output=FAILING, external_id=f"failing-{i}")

@@ -64,7 +64,10 @@ def seed(make_rubric, make_run) -> dict:
     edited[0]["description"] = 'Mentions the "refund" and its current status'
     edited[3]["required"] = True
     rubric_set_criteria(rubric=support, criteria=edited, note="Sharper refund criterion")
-    tone = make_rubric(name="Tone & safety", criteria='- Apologises: says "sorry"\n- [optional] Greets with "Hi"\n- Thanks the customer: "thanks"')
+    tone = make_rubric(
+        name="Tone & safety",
+        criteria='- Apologises: says "sorry"\n- [optional] Greets with "Hi"\n- Thanks the customer: "thanks"',
+    )
     runs = []
     for i in range(42):
         days_ago = 27 - i * 0.65 + rng.random() * 0.3
@@ -75,7 +78,12 @@ def seed(make_rubric, make_run) -> dict:
             rubric=rubric.slug,
             agent=rng.choice(["support-bot", "support-bot", "returns-bot"]),
             external_id=f"conv-{1000 + i}",
-            input={"messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": rng.choice(QUESTIONS)}]},
+            input={
+                "messages": [
+                    {"role": "system", "content": SYSTEM},
+                    {"role": "user", "content": rng.choice(QUESTIONS)},
+                ]
+            },
             output=output,
         )
         runs.append(judge_pending(run))
@@ -85,7 +93,9 @@ def seed(make_rubric, make_run) -> dict:
     return {"support": support, "failed": failed, "queued": queued}
 
 
-def test_screenshots_of_the_main_pages(browser_page, sign_in, owner, make_rubric, make_run, fake_judge, tmp_path):
+def test_screenshots_of_the_main_pages(
+    browser_page, sign_in, owner, make_rubric, make_run, fake_judge, tmp_path
+):
     out = Path(os.environ.get("EVALSITE_SCREENSHOTS_DIR") or tmp_path)
     out.mkdir(parents=True, exist_ok=True)
     data = seed(make_rubric, make_run)

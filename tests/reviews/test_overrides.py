@@ -29,7 +29,6 @@ def current_evaluation(run) -> Evaluation:
 def test_overriding_a_failed_required_verdict_makes_the_run_pass_and_keeps_the_judges_result(
     judged_run, reviewer
 ):
-    run = judged_run(output="Your refund, order number 7.")  # c3 (optional) fails only
     run = judged_run(output=FAILING)  # c2 (required) and c3 fail
     assert run.passed is False and run.score == 0
 

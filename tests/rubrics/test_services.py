@@ -20,7 +20,10 @@ def test_creating_a_rubric_from_text_makes_version_one_with_optional_criteria(te
 
     assert rubric.slug == "support"
     assert rubric.current_version.number == 1
-    assert criteria_of(rubric.current_version) == [("c1", "Be kind", True), ("c2", "Say thanks", False)]
+    assert criteria_of(rubric.current_version) == [
+        ("c1", "Be kind", True),
+        ("c2", "Say thanks", False),
+    ]
 
 
 def test_saving_unchanged_criteria_creates_no_new_version(team):
@@ -75,7 +78,19 @@ def test_flipping_required_alone_makes_a_new_version(team):
         ({"alignment_mode": "sideways"}, "alignment_mode"),
         ({"judge_params": {"temperature": 9}}, "judge_params"),
         ({"judge_params": {"colour": "blue"}}, "judge_params"),
-        ({"alignment_weights": {"user": {"intent": 1, "requirements": 1, "completeness": 0, "appropriateness": 0}}}, "alignment_weights"),
+        (
+            {
+                "alignment_weights": {
+                    "user": {
+                        "intent": 1,
+                        "requirements": 1,
+                        "completeness": 0,
+                        "appropriateness": 0,
+                    }
+                }
+            },
+            "alignment_weights",
+        ),
         ({"name": "  "}, "name"),
     ],
 )

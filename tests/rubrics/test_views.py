@@ -51,7 +51,9 @@ def test_signed_out_visitors_are_sent_to_the_login_page(client):
 def test_the_login_page_renders_a_form_with_csrf(client):
     response = client.get(reverse("login"))
     assert response.status_code == 200
-    assert b'name="csrfmiddlewaretoken"' in response.content and b'name="password"' in response.content
+    assert (
+        b'name="csrfmiddlewaretoken"' in response.content and b'name="password"' in response.content
+    )
 
 
 def test_the_rubric_list_shows_each_rubric_with_its_current_version(owner, make_rubric):
@@ -65,7 +67,9 @@ def test_the_rubric_list_shows_each_rubric_with_its_current_version(owner, make_
     assert "v2" in page and "v1" in page
 
 
-def test_the_rubric_list_runs_the_same_queries_for_two_or_twelve_rubrics(owner, make_rubric, make_run):
+def test_the_rubric_list_runs_the_same_queries_for_two_or_twelve_rubrics(
+    owner, make_rubric, make_run
+):
     client = signed_in(owner)
     for i in range(2):
         make_run(rubric=make_rubric(name=f"R{i}").slug)
@@ -77,7 +81,9 @@ def test_the_rubric_list_runs_the_same_queries_for_two_or_twelve_rubrics(owner, 
 
 
 def test_the_paste_preview_shows_parsed_criteria_with_optional_tags_and_saves_nothing(owner):
-    text = "# Checklist\n- Greets the customer\n1. [optional] Offers a discount\n\n* Mentions \"refund\""
+    text = (
+        '# Checklist\n- Greets the customer\n1. [optional] Offers a discount\n\n* Mentions "refund"'
+    )
 
     response = signed_in(owner).post(
         reverse("rubric_new"), {"name": "Support", "criteria_text": text, "op": "preview"}
@@ -97,7 +103,9 @@ def test_creating_a_rubric_from_pasted_text_makes_version_one(owner, team):
     )
 
     rubric = Rubric.objects.get(team=team)
-    assert response.status_code == 302 and response["Location"] == reverse("rubric_detail", args=[rubric.id])
+    assert response.status_code == 302 and response["Location"] == reverse(
+        "rubric_detail", args=[rubric.id]
+    )
     assert current_rows(rubric) == [("c1", "Greets", True), ("c2", "Thanks", False)]
 
 
@@ -110,7 +118,9 @@ def test_creating_a_rubric_without_a_name_names_the_field(owner):
 
 def test_an_htmx_preview_answers_with_the_preview_partial_only(owner):
     response = signed_in(owner).post(
-        reverse("rubric_new"), {"name": "x", "criteria_text": "- A", "op": "preview"}, HTTP_HX_REQUEST="true"
+        reverse("rubric_new"),
+        {"name": "x", "criteria_text": "- A", "op": "preview"},
+        HTTP_HX_REQUEST="true",
     )
 
     page = response.content.decode()
@@ -140,11 +150,15 @@ def test_adding_moving_and_deleting_rows_changes_the_draft_but_not_the_rubric(ow
 def test_accepting_a_paste_appends_its_criteria_to_the_draft(owner, make_rubric):
     rubric = make_rubric()
     url = reverse("rubric_criteria", args=[rubric.id])
-    data = draft_post(rubric, current_rows(rubric), "import-append", import_text="- New one\n- [optional] Other")
+    data = draft_post(
+        rubric, current_rows(rubric), "import-append", import_text="- New one\n- [optional] Other"
+    )
 
     response = signed_in(owner).post(url, data)
 
-    rows = [(f.initial["description"], f.initial["required"]) for f in response.context["formset"].forms]
+    rows = [
+        (f.initial["description"], f.initial["required"]) for f in response.context["formset"].forms
+    ]
     assert rows[-2:] == [("New one", True), ("Other", False)] and len(rows) == 5
 
 
@@ -155,7 +169,8 @@ def test_saving_an_edited_criterion_creates_version_two_and_links_its_diff(owner
     rows[2] = ("c3", rows[2][1], True)
 
     response = signed_in(owner).post(
-        reverse("rubric_criteria", args=[rubric.id]), draft_post(rubric, rows, "save", note="reworded c1")
+        reverse("rubric_criteria", args=[rubric.id]),
+        draft_post(rubric, rows, "save", note="reworded c1"),
     )
 
     rubric.refresh_from_db()
@@ -169,7 +184,9 @@ def test_saving_over_htmx_tells_the_browser_to_load_the_page(owner, make_rubric)
     rows = current_rows(rubric) + [("", "Brand new", False)]
 
     response = signed_in(owner).post(
-        reverse("rubric_criteria", args=[rubric.id]), draft_post(rubric, rows, "save"), HTTP_HX_REQUEST="true"
+        reverse("rubric_criteria", args=[rubric.id]),
+        draft_post(rubric, rows, "save"),
+        HTTP_HX_REQUEST="true",
     )
 
     assert response.status_code == 200 and response["HX-Redirect"].startswith(
@@ -182,7 +199,8 @@ def test_saving_an_unchanged_draft_creates_no_version(owner, make_rubric):
     rubric = make_rubric()
 
     signed_in(owner).post(
-        reverse("rubric_criteria", args=[rubric.id]), draft_post(rubric, current_rows(rubric), "save")
+        reverse("rubric_criteria", args=[rubric.id]),
+        draft_post(rubric, current_rows(rubric), "save"),
     )
 
     assert RubricVersion.objects.filter(rubric=rubric).count() == 1
@@ -191,7 +209,9 @@ def test_saving_an_unchanged_draft_creates_no_version(owner, make_rubric):
 def test_saving_an_empty_draft_shows_the_error_and_keeps_the_rubric(owner, make_rubric):
     rubric = make_rubric()
 
-    response = signed_in(owner).post(reverse("rubric_criteria", args=[rubric.id]), draft_post(rubric, [], "save"))
+    response = signed_in(owner).post(
+        reverse("rubric_criteria", args=[rubric.id]), draft_post(rubric, [], "save")
+    )
 
     assert response.status_code == 200 and "at least one criterion" in response.content.decode()
     assert RubricVersion.objects.filter(rubric=rubric).count() == 1
@@ -228,7 +248,9 @@ def test_an_htmx_diff_request_answers_with_the_diff_partial(owner, make_rubric):
     assert page.lstrip().startswith('<div class="card" id="diff"') and "Beta" in page
 
 
-def test_the_history_counts_the_runs_judged_on_each_version(owner, make_rubric, make_run, fake_judge):
+def test_the_history_counts_the_runs_judged_on_each_version(
+    owner, make_rubric, make_run, fake_judge
+):
     from tests.page_helpers import judge_pending
 
     rubric = make_rubric()
@@ -239,7 +261,10 @@ def test_the_history_counts_the_runs_judged_on_each_version(owner, make_rubric, 
 
     response = signed_in(owner).get(reverse("rubric_detail", args=[rubric.id]))
 
-    assert {row.version.number: row.runs_judged for row in response.context["versions"]} == {2: 1, 1: 2}
+    assert {row.version.number: row.runs_judged for row in response.context["versions"]} == {
+        2: 1,
+        1: 2,
+    }
 
 
 def test_the_editor_runs_the_same_queries_for_two_or_ten_versions(owner, make_rubric):
@@ -248,7 +273,9 @@ def test_the_editor_runs_the_same_queries_for_two_or_ten_versions(owner, make_ru
     rubric_set_criteria(rubric=rubric, criteria="- A\n- B")
     small = queries_for(client, reverse("rubric_detail", args=[rubric.id]))
     for n in range(8):
-        rubric_set_criteria(rubric=rubric, criteria="- A\n- B\n" + "\n".join(f"- X{i}" for i in range(n + 1)))
+        rubric_set_criteria(
+            rubric=rubric, criteria="- A\n- B\n" + "\n".join(f"- X{i}" for i in range(n + 1))
+        )
 
     assert queries_for(client, reverse("rubric_detail", args=[rubric.id])) == small
 
@@ -265,8 +292,22 @@ def settings_post(**overrides: str) -> dict:
         "strategy": "batched",
         "alignment_mode": "both",
         "user_share": "0.7",
-        **{f"w_user_{d}": v for d, v in zip(("intent", "requirements", "completeness", "appropriateness"), ("0.4", "0.3", "0.2", "0.1"), strict=True)},
-        **{f"w_system_{d}": v for d, v in zip(("intent", "requirements", "completeness", "appropriateness"), ("0.35", "0.35", "0.15", "0.15"), strict=True)},
+        **{
+            f"w_user_{d}": v
+            for d, v in zip(
+                ("intent", "requirements", "completeness", "appropriateness"),
+                ("0.4", "0.3", "0.2", "0.1"),
+                strict=True,
+            )
+        },
+        **{
+            f"w_system_{d}": v
+            for d, v in zip(
+                ("intent", "requirements", "completeness", "appropriateness"),
+                ("0.35", "0.35", "0.15", "0.15"),
+                strict=True,
+            )
+        },
     }
     data.update(overrides)
     return data
@@ -277,20 +318,28 @@ def test_saving_judge_settings_updates_the_rubric(owner, make_rubric):
 
     response = signed_in(owner).post(
         reverse("rubric_settings", args=[rubric.id]),
-        settings_post(judge_model="openai/gpt-4o-mini", temperature="0.2", scale="10", strategy="independent"),
+        settings_post(
+            judge_model="openai/gpt-4o-mini", temperature="0.2", scale="10", strategy="independent"
+        ),
     )
 
     rubric.refresh_from_db()
     assert response.status_code == 302
-    assert (rubric.judge_model, rubric.judge_params, rubric.scale, rubric.strategy, rubric.alignment_mode) == (
-        "openai/gpt-4o-mini", {"temperature": 0.2}, 10.0, "independent", "both"
-    )
+    assert (
+        rubric.judge_model,
+        rubric.judge_params,
+        rubric.scale,
+        rubric.strategy,
+        rubric.alignment_mode,
+    ) == ("openai/gpt-4o-mini", {"temperature": 0.2}, 10.0, "independent", "both")
 
 
 def test_an_out_of_range_temperature_is_reported_next_to_its_field(owner, make_rubric):
     rubric = make_rubric()
 
-    response = signed_in(owner).post(reverse("rubric_settings", args=[rubric.id]), settings_post(temperature="5"))
+    response = signed_in(owner).post(
+        reverse("rubric_settings", args=[rubric.id]), settings_post(temperature="5")
+    )
 
     assert response.status_code == 200
     assert response.context["settings_form"].errors["temperature"]
@@ -319,11 +368,16 @@ def test_custom_weights_are_saved_when_they_are_valid(owner, make_rubric):
 
     signed_in(owner).post(
         reverse("rubric_settings", args=[rubric.id]),
-        settings_post(custom_weights="on", w_user_intent="0.5", w_user_appropriateness="0.0", user_share="0.6"),
+        settings_post(
+            custom_weights="on", w_user_intent="0.5", w_user_appropriateness="0.0", user_share="0.6"
+        ),
     )
 
     rubric.refresh_from_db()
-    assert rubric.alignment_weights["user"]["intent"] == 0.5 and rubric.alignment_weights["user_share"] == 0.6
+    assert (
+        rubric.alignment_weights["user"]["intent"] == 0.5
+        and rubric.alignment_weights["user_share"] == 0.6
+    )
 
 
 # --- Access, CSRF and escaping -------------------------------------------------------------------
@@ -343,7 +397,9 @@ def test_a_viewer_reads_the_editor_without_any_edit_control(viewer, make_rubric)
 def test_a_viewer_cannot_post_to_the_editor(viewer, make_rubric, name):
     rubric = make_rubric()
 
-    response = signed_in(viewer).post(reverse(name, args=[rubric.id]), draft_post(rubric, current_rows(rubric), "save"))
+    response = signed_in(viewer).post(
+        reverse(name, args=[rubric.id]), draft_post(rubric, current_rows(rubric), "save")
+    )
 
     assert response.status_code == 403
     assert RubricVersion.objects.filter(rubric=rubric).count() == 1
@@ -361,10 +417,14 @@ def test_another_teams_rubric_page_is_not_found(stranger, make_rubric, name):
 
 
 @pytest.mark.parametrize("name", ["rubric_criteria", "rubric_settings", "rubric_try"])
-def test_posting_to_another_teams_rubric_is_not_found_and_changes_nothing(stranger, make_rubric, name):
+def test_posting_to_another_teams_rubric_is_not_found_and_changes_nothing(
+    stranger, make_rubric, name
+):
     rubric = make_rubric()
 
-    response = signed_in(stranger).post(reverse(name, args=[rubric.id]), draft_post(rubric, [("", "Hijack", True)], "save"))
+    response = signed_in(stranger).post(
+        reverse(name, args=[rubric.id]), draft_post(rubric, [("", "Hijack", True)], "save")
+    )
 
     assert response.status_code == 404
     assert RubricVersion.objects.filter(rubric=rubric).count() == 1
@@ -375,11 +435,15 @@ def test_editor_posts_without_a_csrf_token_are_refused(owner, make_rubric):
     client = signed_in(owner, enforce_csrf_checks=True)
     rows = current_rows(rubric) + [("", "Sneaky", True)]
 
-    refused = client.post(reverse("rubric_criteria", args=[rubric.id]), draft_post(rubric, rows, "save"))
+    refused = client.post(
+        reverse("rubric_criteria", args=[rubric.id]), draft_post(rubric, rows, "save")
+    )
     client.get(reverse("rubric_detail", args=[rubric.id]))
     token = client.cookies["csrftoken"].value
     accepted = client.post(
-        reverse("rubric_criteria", args=[rubric.id]), draft_post(rubric, rows, "save"), HTTP_X_CSRFTOKEN=token
+        reverse("rubric_criteria", args=[rubric.id]),
+        draft_post(rubric, rows, "save"),
+        HTTP_X_CSRFTOKEN=token,
     )
 
     assert refused.status_code == 403 and accepted.status_code == 302
@@ -389,11 +453,13 @@ def test_editor_posts_without_a_csrf_token_are_refused(owner, make_rubric):
 def test_the_page_carries_the_csrf_token_for_htmx_on_the_body(owner, make_rubric):
     rubric = make_rubric()
     page = signed_in(owner).get(reverse("rubric_detail", args=[rubric.id])).content.decode()
-    assert "<body hx-headers='{\"X-CSRFToken\": \"" in page
+    assert '<body hx-headers=\'{"X-CSRFToken": "' in page
 
 
 def test_a_criterion_with_a_script_tag_shows_as_text_in_the_editor_and_list(owner, make_rubric):
-    rubric = make_rubric(name=f"Evil {XSS}", criteria=[{"description": f"Says {XSS}", "required": True}])
+    rubric = make_rubric(
+        name=f"Evil {XSS}", criteria=[{"description": f"Says {XSS}", "required": True}]
+    )
     client = signed_in(owner)
 
     editor = client.get(reverse("rubric_detail", args=[rubric.id])).content.decode()

@@ -18,20 +18,26 @@ PASSING = "Your refund for order number 1234 was sent today, thanks for waiting.
 # --- Try it ---------------------------------------------------------------------------------------
 
 
-def test_trying_the_draft_scores_a_stored_run_without_saving_anything(owner, make_rubric, make_run, fake_judge):
+def test_trying_the_draft_scores_a_stored_run_without_saving_anything(
+    owner, make_rubric, make_run, fake_judge
+):
     rubric = make_rubric()
     run = make_run(output=PASSING)
     rows = current_rows(rubric) + [("", 'Says "goodbye"', True)]
     evaluations_before = Evaluation.objects.count()
 
     response = signed_in(owner).post(
-        reverse("rubric_try", args=[rubric.id]), draft_post(rubric, rows, "try", try_run=str(run.id))
+        reverse("rubric_try", args=[rubric.id]),
+        draft_post(rubric, rows, "try", try_run=str(run.id)),
     )
 
     outcome = response.context["try_outcome"]
     assert outcome.error == "" and outcome.result.passed is False
     assert [v.satisfied for v in outcome.result.verdicts] == [True, True, True, False]
-    assert "Try it" in response.content.decode() and 'Says &quot;goodbye&quot;' in response.content.decode()
+    assert (
+        "Try it" in response.content.decode()
+        and "Says &quot;goodbye&quot;" in response.content.decode()
+    )
     assert RubricVersion.objects.filter(rubric=rubric).count() == 1
     assert Evaluation.objects.count() == evaluations_before
     assert fake_judge.stats()["requests"] >= 1
@@ -90,7 +96,10 @@ def reviewed(make_rubric, make_run, fake_judge):
         "Refund sent.",  # c2, c3 fail
         "Nothing yet.",  # c1, c2, c3 fail
     ]
-    runs = [judged_run(make_run, rubric=rubric.slug, output=o, external_id=f"run-{i}") for i, o in enumerate(outputs)]
+    runs = [
+        judged_run(make_run, rubric=rubric.slug, output=o, external_id=f"run-{i}")
+        for i, o in enumerate(outputs)
+    ]
     return rubric, runs
 
 
@@ -131,7 +140,11 @@ def test_walking_failing_runs_goes_newest_to_oldest_with_neighbours(owner, revie
 def test_the_walk_page_has_keyboard_links_and_the_judges_reasoning(owner, reviewed):
     rubric, runs = reviewed
 
-    page = signed_in(owner).get(reverse("failures_walk", args=[rubric.id, "c1"]), {"version": 1}).content.decode()
+    page = (
+        signed_in(owner)
+        .get(reverse("failures_walk", args=[rubric.id, "c1"]), {"version": 1})
+        .content.decode()
+    )
 
     assert 'data-hotkey="j"' in page and "1 of 2" in page and "Why it failed" in page
 
@@ -152,13 +165,17 @@ def test_another_teams_failures_are_not_found(stranger, reviewed):
     assert client.get(reverse("failures_walk", args=[rubric.id, "c1"])).status_code == 404
 
 
-def test_a_criterion_with_a_script_tag_shows_as_text_in_the_review(owner, make_rubric, make_run, fake_judge):
+def test_a_criterion_with_a_script_tag_shows_as_text_in_the_review(
+    owner, make_rubric, make_run, fake_judge
+):
     rubric = make_rubric(criteria=[{"description": f'Says "zebra" {XSS}', "required": True}])
     judged_run(make_run, rubric=rubric.slug, output=f"no {XSS}")
     client = signed_in(owner)
 
     rates = client.get(reverse("failures"), {"rubric": str(rubric.id)}).content.decode()
-    walk = client.get(reverse("failures_walk", args=[rubric.id, "c1"]), {"version": 1}).content.decode()
+    walk = client.get(
+        reverse("failures_walk", args=[rubric.id, "c1"]), {"version": 1}
+    ).content.decode()
 
     for page in (rates, walk):
         assert XSS not in page and "&lt;script&gt;" in page

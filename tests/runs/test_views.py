@@ -65,7 +65,9 @@ def test_the_runs_list_filters_by_each_field(owner, rubric, make_run, fake_judge
     assert {r.external_id for r in runs} == expected
 
 
-def test_the_runs_list_filters_by_rubric_and_version(owner, rubric, make_rubric, make_run, fake_judge):
+def test_the_runs_list_filters_by_rubric_and_version(
+    owner, rubric, make_rubric, make_run, fake_judge
+):
     from rubrics.services import rubric_set_criteria
 
     judged_run(make_run, rubric=rubric.slug, external_id="v1")
@@ -149,13 +151,17 @@ def test_the_runs_list_runs_the_same_queries_for_five_or_forty_runs(owner, rubri
 def test_an_htmx_filter_change_answers_with_the_region_partial(owner, make_run):
     make_run()
 
-    response = signed_in(owner).get(reverse("run_list"), HTTP_HX_REQUEST="true", HTTP_HX_TARGET="runs-region")
+    response = signed_in(owner).get(
+        reverse("run_list"), HTTP_HX_REQUEST="true", HTTP_HX_TARGET="runs-region"
+    )
 
     page = response.content.decode()
     assert page.lstrip().startswith('<div id="runs-region"') and "<html" not in page
 
 
-def test_a_queued_run_polls_its_status_cell_and_a_judged_one_does_not(owner, rubric, make_run, fake_judge):
+def test_a_queued_run_polls_its_status_cell_and_a_judged_one_does_not(
+    owner, rubric, make_run, fake_judge
+):
     run = make_run(rubric=rubric.slug, output=PASSING)
     client = signed_in(owner)
 
@@ -179,13 +185,19 @@ def test_agent_text_with_a_script_tag_shows_as_text_in_the_runs_list(owner, make
 
 
 def test_a_failed_run_shows_its_verdicts_reason_and_alignment(owner, rubric, make_run, fake_judge):
-    run = judged_run(make_run, rubric=rubric.slug, output="Your refund is on its way.", alignment="both")
+    run = judged_run(
+        make_run, rubric=rubric.slug, output="Your refund is on its way.", alignment="both"
+    )
 
     response = signed_in(owner).get(reverse("run_detail", args=[run.id]))
 
     d = response.context["d"]
     assert d.rubric_eval.passed is False
-    assert [(v.criterion_key, v.satisfied) for v in d.verdicts] == [("c1", True), ("c2", False), ("c3", False)]
+    assert [(v.criterion_key, v.satisfied) for v in d.verdicts] == [
+        ("c1", True),
+        ("c2", False),
+        ("c3", False),
+    ]
     assert {p.perspective for p in d.perspectives} == {"user", "system"}
     page = response.content.decode()
     assert "❌" in page and "✅" in page and 'data-copy="#reason-text"' in page
@@ -193,9 +205,13 @@ def test_a_failed_run_shows_its_verdicts_reason_and_alignment(owner, rubric, mak
     assert "What the judge saw" in page and "Raw answer" in page
 
 
-def test_a_run_without_a_system_prompt_says_the_system_perspective_does_not_apply(owner, make_run, fake_judge):
+def test_a_run_without_a_system_prompt_says_the_system_perspective_does_not_apply(
+    owner, make_run, fake_judge
+):
     run = judged_run(
-        make_run, alignment="both", input={"messages": [{"role": "user", "content": "Where is my refund?"}]}
+        make_run,
+        alignment="both",
+        input={"messages": [{"role": "user", "content": "Where is my refund?"}]},
     )
 
     page = signed_in(owner).get(reverse("run_detail", args=[run.id])).content.decode()
@@ -225,16 +241,22 @@ def test_earlier_evaluations_are_listed_and_can_be_shown(owner, rubric, make_run
     client = signed_in(owner)
 
     current = client.get(reverse("run_detail", args=[run.id])).context["d"]
-    earlier = client.get(reverse("run_detail", args=[run.id]), {"evaluation": first.id}).context["d"]
+    earlier = client.get(reverse("run_detail", args=[run.id]), {"evaluation": first.id}).context[
+        "d"
+    ]
 
     assert current.rubric_eval.rubric_version.number == 2 and current.rubric_eval.passed is False
     assert [e.pk for e in current.others] == [first.pk]
     assert earlier.rubric_eval.pk == first.pk and earlier.rubric_eval.passed is True
 
 
-def test_the_run_page_runs_the_same_queries_for_three_or_thirty_criteria(owner, make_rubric, make_run, fake_judge):
+def test_the_run_page_runs_the_same_queries_for_three_or_thirty_criteria(
+    owner, make_rubric, make_run, fake_judge
+):
     small_rubric = make_rubric(name="Small", criteria="- A\n- B\n- C", alignment_mode="both")
-    big_rubric = make_rubric(name="Big", criteria="\n".join(f"- Item {i}" for i in range(30)), alignment_mode="both")
+    big_rubric = make_rubric(
+        name="Big", criteria="\n".join(f"- Item {i}" for i in range(30)), alignment_mode="both"
+    )
     small = judged_run(make_run, rubric=small_rubric.slug)
     big = judged_run(make_run, rubric=big_rubric.slug)
     client = signed_in(owner)
@@ -255,12 +277,19 @@ def test_a_pending_run_page_refreshes_itself_until_judged(owner, rubric, make_ru
     assert 'hx-trigger="every 2s"' in pending and 'hx-trigger="every 2s"' not in final
 
 
-def test_agent_output_with_a_script_tag_shows_as_text_on_the_run_page(owner, rubric, make_run, fake_judge):
+def test_agent_output_with_a_script_tag_shows_as_text_on_the_run_page(
+    owner, rubric, make_run, fake_judge
+):
     run = judged_run(
         make_run,
         rubric=rubric.slug,
         output=f"**Bold** {XSS} [link](javascript:alert(2)) <img src=x onerror=alert(3)>",
-        input={"messages": [{"role": "system", "content": XSS}, {"role": "user", "content": f"# Hi {XSS}"}]},
+        input={
+            "messages": [
+                {"role": "system", "content": XSS},
+                {"role": "user", "content": f"# Hi {XSS}"},
+            ]
+        },
     )
 
     page = signed_in(owner).get(reverse("run_detail", args=[run.id])).content.decode()

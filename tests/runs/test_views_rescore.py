@@ -20,12 +20,15 @@ def rubric(make_rubric):
     return make_rubric()
 
 
-def test_re_scoring_one_run_queues_an_evaluation_and_returns_to_the_run(owner, rubric, make_run, fake_judge):
+def test_re_scoring_one_run_queues_an_evaluation_and_returns_to_the_run(
+    owner, rubric, make_run, fake_judge
+):
     run = judged_run(make_run, rubric=rubric.slug, output=PASSING)
     path = reverse("run_detail", args=[run.id])
 
     response = signed_in(owner).post(
-        reverse("rescore_start"), {"scope": "run", "run": str(run.id), "rubric": str(rubric.id), "next": path}
+        reverse("rescore_start"),
+        {"scope": "run", "run": str(run.id), "rubric": str(rubric.id), "next": path},
     )
 
     assert response.status_code == 302 and response["Location"] == path
@@ -34,34 +37,48 @@ def test_re_scoring_one_run_queues_an_evaluation_and_returns_to_the_run(owner, r
     assert Evaluation.objects.filter(run=run, batch=batch).count() == 1
 
 
-def test_re_scoring_selected_runs_makes_one_batch_and_shows_its_progress(owner, rubric, make_run, fake_judge):
+def test_re_scoring_selected_runs_makes_one_batch_and_shows_its_progress(
+    owner, rubric, make_run, fake_judge
+):
     runs = [judged_run(make_run, rubric=rubric.slug, output=FAILING) for _ in range(3)]
     data = {"scope": "selected", "runs": [str(r.id) for r in runs[:2]]}
 
     response = signed_in(owner).post(reverse("rescore_start"), data)
 
     batch = RescoreBatch.objects.get()
-    assert response.status_code == 302 and response["Location"] == reverse("batch_detail", args=[batch.id])
-    assert set(Evaluation.objects.filter(batch=batch).values_list("run_id", flat=True)) == {r.pk for r in runs[:2]}
+    assert response.status_code == 302 and response["Location"] == reverse(
+        "batch_detail", args=[batch.id]
+    )
+    assert set(Evaluation.objects.filter(batch=batch).values_list("run_id", flat=True)) == {
+        r.pk for r in runs[:2]
+    }
 
 
-def test_re_scoring_every_failing_run_of_a_rubric_skips_the_passing_ones(owner, rubric, make_run, fake_judge):
+def test_re_scoring_every_failing_run_of_a_rubric_skips_the_passing_ones(
+    owner, rubric, make_run, fake_judge
+):
     judged_run(make_run, rubric=rubric.slug, output=PASSING)
     failing = [judged_run(make_run, rubric=rubric.slug, output=FAILING) for _ in range(2)]
 
     signed_in(owner).post(reverse("rescore_start"), {"scope": "failing", "rubric": str(rubric.id)})
 
     batch = RescoreBatch.objects.get()
-    assert set(Evaluation.objects.filter(batch=batch).values_list("run_id", flat=True)) == {r.pk for r in failing}
+    assert set(Evaluation.objects.filter(batch=batch).values_list("run_id", flat=True)) == {
+        r.pk for r in failing
+    }
 
 
-def test_a_costly_re_score_asks_for_confirmation_before_queueing(owner, team, make_rubric, make_run, fake_judge):
+def test_a_costly_re_score_asks_for_confirmation_before_queueing(
+    owner, team, make_rubric, make_run, fake_judge
+):
     from rubrics.services import rubric_update
 
     rubric = make_rubric()
     judged_run(make_run, rubric=rubric.slug, output=FAILING)
     # A judge litellm has prices for, so the estimate has a cost (nothing is reusable from it).
-    rubric_update(rubric=rubric, judge_model="openai/gpt-4o-mini", judge_params={"api_base": fake_judge.url})
+    rubric_update(
+        rubric=rubric, judge_model="openai/gpt-4o-mini", judge_params={"api_base": fake_judge.url}
+    )
     team.confirm_cost_above = 0
     team.save()
     client = signed_in(owner)
@@ -70,7 +87,9 @@ def test_a_costly_re_score_asks_for_confirmation_before_queueing(owner, team, ma
     assert asked.status_code == 200 and "Confirm this re-score" in asked.content.decode()
     assert not RescoreBatch.objects.exists()
 
-    confirmed = client.post(reverse("rescore_start"), {"scope": "failing", "rubric": str(rubric.id), "confirm": "on"})
+    confirmed = client.post(
+        reverse("rescore_start"), {"scope": "failing", "rubric": str(rubric.id), "confirm": "on"}
+    )
     assert confirmed.status_code == 302 and RescoreBatch.objects.count() == 1
 
 
@@ -89,14 +108,18 @@ def test_the_batch_page_polls_until_the_batch_ends(owner, rubric, make_run, fake
         Evaluation.objects.filter(pk=evaluation.pk).update(held=False)
         evaluation_execute(evaluation_id=str(evaluation.pk))
     batch_finish_if_done(batch_id=batch.pk)
-    finished = client.get(url, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="batch-progress").content.decode()
+    finished = client.get(
+        url, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="batch-progress"
+    ).content.decode()
 
     assert 'hx-trigger="every 1s"' in running and "0 of 1 runs done" in running
     assert "hx-trigger" not in finished and "1 of 1 runs done" in finished
     assert finished.lstrip().startswith('<div id="batch-progress"')
 
 
-def test_the_batch_list_runs_the_same_queries_for_one_or_five_batches(owner, rubric, make_run, fake_judge):
+def test_the_batch_list_runs_the_same_queries_for_one_or_five_batches(
+    owner, rubric, make_run, fake_judge
+):
     from runs.services.rescore import RescoreScope, batch_create
 
     run = judged_run(make_run, rubric=rubric.slug, output=FAILING)
@@ -113,7 +136,9 @@ def test_the_batch_list_runs_the_same_queries_for_one_or_five_batches(owner, rub
 def test_a_viewer_cannot_re_score(viewer, rubric, make_run):
     run = make_run(rubric=rubric.slug)
 
-    response = signed_in(viewer).post(reverse("rescore_start"), {"scope": "run", "run": str(run.id)})
+    response = signed_in(viewer).post(
+        reverse("rescore_start"), {"scope": "run", "run": str(run.id)}
+    )
 
     assert response.status_code == 403 and not RescoreBatch.objects.exists()
 
@@ -164,7 +189,9 @@ def test_cancelling_a_batch_from_its_page_cancels_queued_work(owner, rubric, mak
 
     batch.refresh_from_db()
     assert batch.status == "cancelled"
-    assert set(Evaluation.objects.filter(batch=batch).values_list("status", flat=True)) == {Status.CANCELLED}
+    assert set(Evaluation.objects.filter(batch=batch).values_list("status", flat=True)) == {
+        Status.CANCELLED
+    }
 
 
 def test_re_score_posts_need_a_csrf_token(owner, rubric, make_run):
@@ -179,7 +206,8 @@ def test_an_off_site_next_is_ignored(owner, rubric, make_run, fake_judge):
     run = judged_run(make_run, rubric=rubric.slug, output=PASSING)
 
     response = signed_in(owner).post(
-        reverse("rescore_start"), {"scope": "run", "run": str(run.id), "next": "https://evil.example/"}
+        reverse("rescore_start"),
+        {"scope": "run", "run": str(run.id), "next": "https://evil.example/"},
     )
 
     assert response["Location"] == reverse("run_detail", args=[run.id])

@@ -1,0 +1,24 @@
+from django.urls import path
+
+from . import views
+
+app_name = "reviews"
+
+urlpatterns = [
+    path("<uuid:rubric_id>/", views.queue, name="queue"),
+    path("<uuid:rubric_id>/next/", views.queue_next, name="next"),
+    path("<uuid:rubric_id>/runs/<uuid:run_id>/", views.review, name="review"),
+    path("<uuid:rubric_id>/runs/<uuid:run_id>/verdict/", views.review_verdict, name="verdict"),
+    path("<uuid:rubric_id>/runs/<uuid:run_id>/alignment/", views.review_alignment, name="alignment"),
+    path("<uuid:rubric_id>/runs/<uuid:run_id>/revert/", views.review_revert, name="revert"),
+    path("<uuid:rubric_id>/runs/<uuid:run_id>/golden/", views.review_golden, name="golden_mark"),
+    path("<uuid:rubric_id>/agreement/", views.agreement, name="agreement"),
+    path("<uuid:rubric_id>/export.<str:fmt>", views.export, name="export"),
+    path("<uuid:rubric_id>/golden/", views.golden, name="golden"),
+    path("<uuid:rubric_id>/golden/start/", views.golden_start, name="golden_start"),
+    path("<uuid:rubric_id>/consistency/", views.consistency, name="consistency"),
+    path("<uuid:rubric_id>/consistency/start/", views.consistency_start, name="consistency_start"),
+    path("<uuid:rubric_id>/flags/", views.rubric_flags, name="rubric_flags"),
+    path("calibrations/<uuid:calibration_id>/", views.calibration, name="calibration"),
+    path("runs/<uuid:run_id>/panel/", views.run_panel, name="run_panel"),
+]

@@ -1,0 +1,72 @@
+// evalsite review page: keyboard shortcuts. Every action is also a plain button or link.
+//   j / k   move between criteria      a   agree with the judge on the focused criterion
+//   d       disagree: type why, Enter  n   next unreviewed run     p   previous run
+//   Esc     leave the note field
+(function () {
+  "use strict";
+
+  var list = document.getElementById("review-verdicts");
+  if (!list) return;
+
+  function rows() {
+    return Array.prototype.slice.call(list.querySelectorAll(".review-criterion"));
+  }
+
+  function typing(target) {
+    return target && (target.isContentEditable || /^(input|textarea|select)$/i.test(target.tagName));
+  }
+
+  function focusRow(row) {
+    if (!row) return;
+    row.focus();
+    row.scrollIntoView({ block: "nearest" });
+  }
+
+  function current() {
+    var active = document.activeElement;
+    return (active && active.closest && active.closest(".review-criterion")) || null;
+  }
+
+  function press(selector, scope) {
+    var target = (scope || document).querySelector(selector);
+    if (target && !target.hasAttribute("disabled")) target.click();
+  }
+
+  function disagree(row) {
+    var details = row.querySelector("details.rc-disagree");
+    if (!details) return;
+    details.open = true;
+    details.querySelector("input[name=note]").focus();
+  }
+
+  // Start where the server says (the next criterion to review), or in a note that failed.
+  var failed = list.querySelector("details.rc-disagree[open] input[name=note]");
+  if (failed) failed.focus();
+  else focusRow(list.querySelector("[data-autofocus]") || rows()[0]);
+
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (typing(event.target)) {
+      if (event.key === "Escape") {
+        var details = event.target.closest("details");
+        if (details) details.open = false;
+        focusRow(event.target.closest(".review-criterion"));
+        event.preventDefault();
+      }
+      return;
+    }
+    var row = current() || list.querySelector("[data-autofocus]") || rows()[0];
+    var all = rows();
+    var index = all.indexOf(row);
+    switch (event.key) {
+      case "j": focusRow(all[Math.min(index + 1, all.length - 1)]); break;
+      case "k": focusRow(all[Math.max(index - 1, 0)]); break;
+      case "a": if (row) press('[data-action="agree"]', row); break;
+      case "d": if (row) disagree(row); break;
+      case "n": press('[data-review-key="n"]'); break;
+      case "p": press('[data-review-key="p"]'); break;
+      default: return;
+    }
+    event.preventDefault();
+  });
+})();
