@@ -151,12 +151,14 @@ CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or "filesystem://"
 CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {}
 if CELERY_BROKER_URL.startswith("filesystem"):
     CELERY_BROKER_TRANSPORT = "evalsite.broker:Transport"
-    for sub in ("queue", "processed", "staging"):
+    for sub in ("queue", "processed", "staging", "control"):
         (BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),
         "processed_folder": str(BROKER_DIR / "processed"),
+        # Exchange bindings; kombu's default is ./control, relative to the working directory.
+        "control_folder": str(BROKER_DIR / "control"),
         "store_processed": False,
         # The filesystem transport polls; the default (1 s) would idle a worker between bursts.
         "polling_interval": 0.1,

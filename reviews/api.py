@@ -30,7 +30,7 @@ from rubrics.selectors import rubric_get
 from teams.api import Caller, caller, editor
 
 from . import selectors, services
-from .services import Reviewer, ReviewConflict, ReviewValidationError
+from .services import ReviewConflict, Reviewer, ReviewValidationError
 
 router = Router(tags=["reviews"])
 
@@ -81,9 +81,13 @@ def _rubric_id(c: Caller, ref: str | None) -> Any:
 
 class OverrideIn(Schema):
     model_config = ConfigDict(extra="forbid")
-    criterion_id: str = Field(min_length=1, max_length=32, description="The criterion's key (c1, c2, …)")
+    criterion_id: str = Field(
+        min_length=1, max_length=32, description="The criterion's key (c1, c2, …)"
+    )
     satisfied: StrictBool = Field(description="The reviewer's verdict")
-    note: str = Field("", max_length=5000, description="Why; required when disagreeing with the judge")
+    note: str = Field(
+        "", max_length=5000, description="Why; required when disagreeing with the judge"
+    )
     rubric: str | None = Field(
         None, max_length=100, description="Rubric id or slug, when the run was judged by several"
     )
@@ -94,7 +98,9 @@ class AlignmentOverrideIn(Schema):
     perspective: PerspectiveChoice
     dimension: DimensionChoice
     score: float = Field(ge=0, le=1, description="The reviewer's score of this dimension, 0–1")
-    note: str = Field("", max_length=5000, description="Why; required when it differs from the judge")
+    note: str = Field(
+        "", max_length=5000, description="Why; required when it differs from the judge"
+    )
 
 
 class RevertIn(Schema):
@@ -242,7 +248,9 @@ class CalibrationCriterionOut(Schema):
     flagged: bool = False
     reworded: bool = False
     compared: int = Field(description="Runs with a verdict to compare with")
-    flipped: int = Field(description="Golden: verdicts that differ from the baseline version's; consistency: runs whose verdicts disagree")
+    flipped: int = Field(
+        description="Golden: verdicts that differ from the baseline version's; consistency: runs whose verdicts disagree"
+    )
     flip_rate: float | None = None
 
 
@@ -302,13 +310,17 @@ def run_review_out(view: selectors.RunReviewView) -> dict[str, Any]:
     return {
         "run_id": run.pk,
         "rubric_id": e.rubric_id if e else None,
-        "rubric_version": e.rubric_version.number if e and e.rubric_version_id else None,
+        "rubric_version": e.rubric_version.number if e and e.rubric_version else None,
         "judge": {
             "passed": e.passed if e else None,
             "score": e.score if e else None,
             "alignment_score": a.score if a else None,
         },
-        "effective": {"passed": run.passed, "score": run.score, "alignment_score": run.alignment_score},
+        "effective": {
+            "passed": run.passed,
+            "score": run.score,
+            "alignment_score": run.alignment_score,
+        },
         "reviewed": bool(view.review and view.review.reviewed_at),
         "golden": bool(view.review and view.review.golden),
         "verdicts": [
@@ -384,8 +396,8 @@ def calibration_out(report: Any) -> dict[str, Any]:
         "id": cal.pk,
         "kind": cal.kind,
         "rubric_id": cal.rubric_id,
-        "version": cal.version.number if cal.version_id else None,
-        "baseline_version": cal.baseline_version.number if cal.baseline_version_id else None,
+        "version": cal.version.number if cal.version else None,
+        "baseline_version": cal.baseline_version.number if cal.baseline_version else None,
         "judge_model": cal.judge_model,
         "repeats": cal.repeats,
         "runs": report.runs,
@@ -444,7 +456,9 @@ def list_overrides(
     response=with_errors({201: OverrideResultOut}, 400, 404, 409),
 )
 @_translated
-def revert_override(request: HttpRequest, run_id: UUID, override_id: UUID, payload: RevertIn):
+def revert_override(
+    request: HttpRequest, run_id: UUID, override_id: UUID, payload: RevertIn | None = None
+):
     """Undo the change in effect for one criterion: the label returns to what it was before it
     (possibly none). 409 when a newer change replaced this one."""
     c = editor(request)
@@ -452,7 +466,12 @@ def revert_override(request: HttpRequest, run_id: UUID, override_id: UUID, paylo
     row = selectors.verdict_override_get(team=c.team, override_id=override_id)
     if row is None or row.run_id != run.pk:
         raise Http404("No such override on this run")
-    return _change_answer(services.override_revert(row=row, reviewer=_reviewer(c), note=payload.note), run)
+    return _change_answer(
+        services.override_revert(
+            row=row, reviewer=_reviewer(c), note=payload.note if payload else ""
+        ),
+        run,
+    )
 
 
 @router.post(
@@ -481,7 +500,9 @@ def create_alignment_override(request: HttpRequest, run_id: UUID, payload: Align
     response=with_errors({201: OverrideResultOut}, 400, 404, 409),
 )
 @_translated
-def revert_alignment_override(request: HttpRequest, run_id: UUID, override_id: UUID, payload: RevertIn):
+def revert_alignment_override(
+    request: HttpRequest, run_id: UUID, override_id: UUID, payload: RevertIn | None = None
+):
     c = editor(request)
     run = _run(c, run_id)
     row = selectors.alignment_override_get(team=c.team, override_id=override_id)
@@ -592,7 +613,9 @@ def _export_doc(media: str) -> dict[str, Any]:
 
 
 @router.get(
-    "/rubrics/{rubric}/reviews.csv", response=with_errors({}, 404), openapi_extra=_export_doc("text/csv")
+    "/rubrics/{rubric}/reviews.csv",
+    response=with_errors({}, 404),
+    openapi_extra=_export_doc("text/csv"),
 )
 def export_csv(request: HttpRequest, rubric: str = RubricRef):
     """The rubric's reviewed verdicts as CSV: run, criterion, judge verdict, human verdict,
@@ -631,7 +654,9 @@ def start_golden_run(request: HttpRequest, payload: GoldenRunIn, rubric: str = R
     return Status(202, calibration_out(selectors.calibration_report(calibration=calibration)))
 
 
-@router.post("/rubrics/{rubric}/consistency-checks", response=with_errors({202: CalibrationOut}, 400, 404))
+@router.post(
+    "/rubrics/{rubric}/consistency-checks", response=with_errors({202: CalibrationOut}, 400, 404)
+)
 @_translated
 def start_consistency_check(request: HttpRequest, payload: ConsistencyIn, rubric: str = RubricRef):
     """Judge a sample of runs `repeats` more times (or with a second `judge`) and report per
@@ -653,7 +678,9 @@ def start_consistency_check(request: HttpRequest, payload: ConsistencyIn, rubric
 @router.get("/calibrations/{calibration_id}", response=with_errors({200: CalibrationOut}, 404))
 def get_calibration(request: HttpRequest, calibration_id: UUID):
     """A golden-set run or consistency check: progress and the per-criterion report."""
-    calibration = selectors.calibration_get(team=caller(request).team, calibration_id=calibration_id)
+    calibration = selectors.calibration_get(
+        team=caller(request).team, calibration_id=calibration_id
+    )
     if calibration is None:
         raise Http404("No such calibration in this team")
     return calibration_out(selectors.calibration_report(calibration=calibration))

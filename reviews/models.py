@@ -97,6 +97,9 @@ class VerdictOverride(Actor):
             models.Index(fields=["run", "-created_at"], name="voverride_run_newest"),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.action} {self.criterion_key} on {self.run_id} by {self.actor_name}"
+
 
 class VerdictLabel(models.Model):
     """The human label in effect for one criterion wording on one run."""
@@ -123,6 +126,9 @@ class VerdictLabel(models.Model):
             # Agreement, exports and the queue's filters: a rubric's labels.
             models.Index(fields=["team", "rubric", "criterion_key"], name="label_rubric_key"),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.criterion_key}={self.satisfied} on {self.run_id}"
 
 
 class AlignmentOverride(Actor):
@@ -166,6 +172,9 @@ class AlignmentOverride(Actor):
             models.Index(fields=["run", "-created_at"], name="aoverride_run_newest"),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.action} {self.perspective}.{self.dimension} on {self.run_id}"
+
 
 class AlignmentLabel(models.Model):
     """The human score in effect for one alignment dimension of one run."""
@@ -189,6 +198,9 @@ class AlignmentLabel(models.Model):
                 condition=Q(score__gte=0) & Q(score__lte=1), name="alignment_label_in_unit_range"
             ),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.perspective}.{self.dimension}={self.score} on {self.run_id}"
 
 
 class RunReview(models.Model):
@@ -219,6 +231,9 @@ class RunReview(models.Model):
             models.Index(fields=["rubric", "reviewed_at"], name="review_rubric_reviewed"),
             models.Index(fields=["rubric", "golden"], name="review_rubric_golden"),
         ]
+
+    def __str__(self) -> str:
+        return f"review of {self.run_id} in {self.rubric_id}"
 
 
 class CalibrationKind(models.TextChoices):
@@ -257,12 +272,17 @@ class Calibration(models.Model):
                 condition=Q(version__isnull=False) | Q(criteria__isnull=False),
                 name="calibration_has_criteria",
             ),
-            models.CheckConstraint(condition=Q(repeats__gte=1), name="calibration_repeats_positive"),
+            models.CheckConstraint(
+                condition=Q(repeats__gte=1), name="calibration_repeats_positive"
+            ),
         ]
         indexes = [
             # The golden and consistency pages: a rubric's calibrations, newest first.
             models.Index(fields=["rubric", "kind", "-created_at"], name="calibration_rubric_kind"),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.id}"
 
 
 class CalibrationItem(models.Model):
@@ -278,3 +298,6 @@ class CalibrationItem(models.Model):
                 fields=["calibration", "run", "repeat"], name="calibration_item_unique"
             ),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.calibration_id}: {self.run_id} #{self.repeat}"

@@ -9,7 +9,9 @@ urlpatterns = [
     path("<uuid:rubric_id>/next/", views.queue_next, name="next"),
     path("<uuid:rubric_id>/runs/<uuid:run_id>/", views.review, name="review"),
     path("<uuid:rubric_id>/runs/<uuid:run_id>/verdict/", views.review_verdict, name="verdict"),
-    path("<uuid:rubric_id>/runs/<uuid:run_id>/alignment/", views.review_alignment, name="alignment"),
+    path(
+        "<uuid:rubric_id>/runs/<uuid:run_id>/alignment/", views.review_alignment, name="alignment"
+    ),
     path("<uuid:rubric_id>/runs/<uuid:run_id>/revert/", views.review_revert, name="revert"),
     path("<uuid:rubric_id>/runs/<uuid:run_id>/golden/", views.review_golden, name="golden_mark"),
     path("<uuid:rubric_id>/agreement/", views.agreement, name="agreement"),

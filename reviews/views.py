@@ -22,11 +22,13 @@ from teams.access import editor_required, team_object_or_404, team_required
 
 from . import selectors, services
 from .api import export_response
-from .services import Reviewer, ReviewConflict, ReviewValidationError
+from .services import ReviewConflict, Reviewer, ReviewValidationError
 
 
 def _rubric(request: HttpRequest, rubric_id: Any) -> Rubric:
-    return team_object_or_404(request, Rubric.objects.select_related("current_version"), id=rubric_id)
+    return team_object_or_404(
+        request, Rubric.objects.select_related("current_version"), id=rubric_id
+    )
 
 
 def _run(request: HttpRequest, run_id: Any) -> AgentRun:
@@ -50,6 +52,13 @@ def _uuid(value: str) -> uuid.UUID:
         raise Http404("No such change") from exc
 
 
+def _uuid_or_none(value: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        return None
+
+
 def _int(value: Any, default: int | None = None) -> int | None:
     try:
         return int(value)
@@ -67,10 +76,20 @@ def queue(request: HttpRequest, rubric_id: Any) -> HttpResponse:
     filters = selectors.QueueFilters.from_query(request.GET)
     flagged = _flagged_keys(rubric)
     page = selectors.review_queue(
-        rubric=rubric, filters=filters, page=_int(request.GET.get("page"), 1) or 1, flagged_keys=flagged
+        rubric=rubric,
+        filters=filters,
+        page=_int(request.GET.get("page"), 1) or 1,
+        flagged_keys=flagged,
     )
     query = filters.to_query()
-    context = {"rubric": rubric, "page": page, "filters": filters, "flagged": flagged, "query": query, "qs": urlencode(query)}
+    context = {
+        "rubric": rubric,
+        "page": page,
+        "filters": filters,
+        "flagged": flagged,
+        "query": query,
+        "qs": urlencode(query),
+    }
     return render(request, "reviews/queue.html", context)
 
 
@@ -84,25 +103,33 @@ def queue_next(request: HttpRequest, rubric_id: Any) -> HttpResponse:
         rubric=rubric,
         user=request.user,
         filters=filters,
-        skip=request.POST.get("skip") or None,
+        skip=_uuid_or_none(request.POST.get("skip", "")),
         flagged_keys=_flagged_keys(rubric) if filters.poor_agreement else None,
     )
     if run is None:
         messages.success(request, "Nothing left to review in this queue. Well done!")
-        return redirect(f"{reverse('reviews:queue', args=[rubric.pk])}?{urlencode(filters.to_query())}")
+        return redirect(
+            f"{reverse('reviews:queue', args=[rubric.pk])}?{urlencode(filters.to_query())}"
+        )
     return redirect(_review_url(rubric, run.pk, filters.to_query()))
 
 
 # --- Reviewing one run ------------------------------------------------------------------------
 
 
-def _review_context(request: HttpRequest, rubric: Rubric, run: AgentRun, **extra: Any) -> dict[str, Any]:
+def _review_context(
+    request: HttpRequest, rubric: Rubric, run: AgentRun, **extra: Any
+) -> dict[str, Any]:
     view = selectors.run_review_get(run=run, rubric_id=rubric.pk)
     if view.evaluation is None:
         raise Http404("This run has no judged result for this rubric")
     newer, older = selectors.queue_neighbours(rubric=rubric, run=run)
-    filters = selectors.QueueFilters.from_query(request.GET if request.method == "GET" else request.POST)
-    focus = request.GET.get("focus") or next((v.verdict.key for v in view.verdicts if v.verdict.human is None), None)
+    filters = selectors.QueueFilters.from_query(
+        request.GET if request.method == "GET" else request.POST
+    )
+    focus = request.GET.get("focus") or next(
+        (v.verdict.key for v in view.verdicts if v.verdict.human is None), None
+    )
     return {
         "rubric": rubric,
         "run": run,
@@ -126,22 +153,35 @@ def review(request: HttpRequest, rubric_id: Any, run_id: Any) -> HttpResponse:
     claim_ok = True
     if request.membership.can_edit:  # type: ignore[attr-defined]
         claim_ok = services.claim_take(run=run, rubric=rubric, user=request.user)
-    return render(request, "reviews/review.html", _review_context(request, rubric, run, claim_ok=claim_ok))
+    return render(
+        request, "reviews/review.html", _review_context(request, rubric, run, claim_ok=claim_ok)
+    )
 
 
-def _after_change(request: HttpRequest, rubric: Rubric, run: AgentRun, key: str = "") -> HttpResponse:
+def _after_change(
+    request: HttpRequest, rubric: Rubric, run: AgentRun, key: str = ""
+) -> HttpResponse:
     query = selectors.QueueFilters.from_query(request.POST).to_query()
     view = selectors.run_review_get(run=run, rubric_id=rubric.pk, history=False)
     keys = [v.verdict.key for v in view.verdicts]
     # Move the keyboard focus on to the next criterion still unlabelled, else stay.
     later = keys[keys.index(key) + 1 :] + keys if key in keys else keys
-    nxt = next((k for k in later if next(v for v in view.verdicts if v.verdict.key == k).verdict.human is None), key)
+    nxt = next(
+        (
+            k
+            for k in later
+            if next(v for v in view.verdicts if v.verdict.key == k).verdict.human is None
+        ),
+        key,
+    )
     if nxt:
         query["focus"] = nxt
     return redirect(_review_url(rubric, run.pk, query))
 
 
-def _invalid(request: HttpRequest, rubric: Rubric, run: AgentRun, errors: dict[str, Any]) -> HttpResponse:
+def _invalid(
+    request: HttpRequest, rubric: Rubric, run: AgentRun, errors: dict[str, Any]
+) -> HttpResponse:
     context = _review_context(request, rubric, run, errors=errors)
     return render(request, "reviews/review.html", context, status=422)
 
@@ -225,7 +265,9 @@ def review_golden(request: HttpRequest, rubric_id: Any, run_id: Any) -> HttpResp
     rubric = _rubric(request, rubric_id)
     run = _run(request, run_id)
     try:
-        services.golden_set_mark(run=run, rubric_id=rubric.pk, golden=request.POST.get("golden") == "true")
+        services.golden_set_mark(
+            run=run, rubric_id=rubric.pk, golden=request.POST.get("golden") == "true"
+        )
     except ReviewConflict as exc:
         messages.error(request, str(exc))
     return _after_change(request, rubric, run)
@@ -247,8 +289,16 @@ def _version(request: HttpRequest, rubric: Rubric) -> RubricVersion | None:
 def agreement(request: HttpRequest, rubric_id: Any) -> HttpResponse:
     rubric = _rubric(request, rubric_id)
     report = selectors.rubric_agreement(rubric=rubric, version=_version(request, rubric))
-    versions = list(RubricVersion.objects.filter(rubric=rubric).order_by("-number").values_list("number", flat=True))
-    return render(request, "reviews/agreement.html", {"rubric": rubric, "report": report, "versions": versions})
+    versions = list(
+        RubricVersion.objects.filter(rubric=rubric)
+        .order_by("-number")
+        .values_list("number", flat=True)
+    )
+    return render(
+        request,
+        "reviews/agreement.html",
+        {"rubric": rubric, "report": report, "versions": versions},
+    )
 
 
 @team_required
@@ -256,13 +306,15 @@ def agreement(request: HttpRequest, rubric_id: Any) -> HttpResponse:
 def export(request: HttpRequest, rubric_id: Any, fmt: str) -> HttpResponse:
     if fmt not in ("csv", "jsonl"):
         raise Http404("Unknown format")
-    return export_response(_rubric(request, rubric_id), fmt)
+    return export_response(_rubric(request, rubric_id), fmt)  # type: ignore[return-value]  # streamed
 
 
 # --- Calibration ------------------------------------------------------------------------------
 
 
-def _golden_page(request: HttpRequest, rubric: Rubric, errors: dict[str, str] | None = None) -> HttpResponse:
+def _golden_page(
+    request: HttpRequest, rubric: Rubric, errors: dict[str, str] | None = None
+) -> HttpResponse:
     context = {
         "rubric": rubric,
         "golden": selectors.golden_set(rubric=rubric),
@@ -278,7 +330,9 @@ def _candidate_text(rubric: Rubric) -> str:
     if rubric.current_version is None:
         return ""
     rows = rubric.current_version.criteria.order_by("position")
-    return "\n".join(f"[{c.key}] {'' if c.required else '[optional] '}{c.description}" for c in rows)
+    return "\n".join(
+        f"[{c.key}] {'' if c.required else '[optional] '}{c.description}" for c in rows
+    )
 
 
 @team_required
@@ -304,7 +358,9 @@ def golden_start(request: HttpRequest, rubric_id: Any) -> HttpResponse:
     return redirect("reviews:calibration", started.pk)
 
 
-def _consistency_page(request: HttpRequest, rubric: Rubric, errors: dict[str, str] | None = None) -> HttpResponse:
+def _consistency_page(
+    request: HttpRequest, rubric: Rubric, errors: dict[str, str] | None = None
+) -> HttpResponse:
     context = {
         "rubric": rubric,
         "calibrations": selectors.calibrations_list(rubric=rubric, kind="consistency"),

@@ -312,6 +312,17 @@ def start_worker(shared_worker, tmp_path) -> Iterator[Callable[..., Worker]]:
         w.stop()
 
 
+@pytest.fixture(autouse=True)
+def _no_stray_worker(request) -> None:
+    """A test that commits data but runs evaluations in-process must not race the shared
+    worker for them: stop it (it restarts lazily for the next test that asks for a worker)."""
+    names = request.fixturenames
+    if "worker" in names or "start_worker" in names:
+        return
+    if "transactional_db" in names or "live_server" in names:
+        request.getfixturevalue("shared_worker").stop()
+
+
 @pytest.fixture
 def worker(shared_worker, transactional_db, fake_judge) -> Worker:
     """A running worker for tests that need one; the test's data is committed so it sees it."""

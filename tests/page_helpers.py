@@ -23,12 +23,16 @@ def signed_in(user: Any, **kwargs: Any) -> Client:
 
 def judge_pending(run: AgentRun) -> AgentRun:
     """Execute the run's queued evaluations in this process against the configured (fake)
-    judge: the real claim → judge → record path, without a worker."""
-    for evaluation_id in Evaluation.objects.filter(run=run, status=Status.QUEUED).values_list(
-        "id", flat=True
-    ):
-        outcome = evaluation_execute(evaluation_id=str(evaluation_id))
-        assert outcome.status in ("succeeded", "failed"), outcome
+    judge: the real claim → judge → record path, without a worker. When committed data lets
+    a running worker process claim one first ("skipped" here), wait for it to finish."""
+    from tests.conftest import wait_for
+
+    pending = Evaluation.objects.filter(run=run, status__in=[Status.QUEUED, Status.RUNNING])
+    for evaluation_id in pending.values_list("id", flat=True):
+        evaluation_execute(evaluation_id=str(evaluation_id))
+    wait_for(
+        lambda: not pending.exists(), timeout=30, message=f"evaluations of run {run.pk} to end"
+    )
     run.refresh_from_db()
     return run
 

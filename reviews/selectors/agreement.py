@@ -55,7 +55,9 @@ def version_pick(*, rubric: Rubric, number: int | None) -> RubricVersion | None:
     return RubricVersion.objects.filter(rubric=rubric, number=number).first()
 
 
-def judge_verdicts(*, version: RubricVersion, run_ids: Any) -> dict[tuple[Any, str], dict[str, Any]]:
+def judge_verdicts(
+    *, version: RubricVersion, run_ids: Any
+) -> dict[tuple[Any, str], dict[str, Any]]:
     """For each (run, criterion key): the judge's verdict on ``version`` from the run's newest
     succeeded evaluation on it (calibration judgements excluded)."""
     rows = (
@@ -68,7 +70,7 @@ def judge_verdicts(*, version: RubricVersion, run_ids: Any) -> dict[tuple[Any, s
         .order_by("-evaluation__created_at")
         .values("run_id", "criterion_key", "description", "satisfied")
     )
-    newest: dict[tuple[Any, str], dict[str, Any]] = {}
+    newest: dict[tuple[Any, str], Any] = {}
     for row in rows:
         newest.setdefault((row["run_id"], row["criterion_key"]), row)
     return newest
@@ -108,9 +110,17 @@ def review_export_rows(*, rubric: Rubric) -> Iterator[dict[str, Any]]:
         VerdictLabel.objects.filter(team_id=rubric.team_id, rubric=rubric)
         .select_related("run", "source", "source__evaluation__rubric_version")
         .only(
-            "criterion_key", "description", "satisfied", "note", "updated_at",
-            "run__id", "run__external_id", "run__agent",
-            "source__judge_satisfied", "source__actor_name", "source__created_at",
+            "criterion_key",
+            "description",
+            "satisfied",
+            "note",
+            "updated_at",
+            "run__id",
+            "run__external_id",
+            "run__agent",
+            "source__judge_satisfied",
+            "source__actor_name",
+            "source__created_at",
             "source__evaluation__rubric_version__number",
         )  # fmt: skip
         .order_by("updated_at", "id")

@@ -51,7 +51,9 @@ def calibrations_list(*, rubric: Rubric, kind: str, limit: int = 20) -> list[Cal
 
 def calibration_progress(*, calibration: Calibration) -> Progress:
     counts = dict(
-        Evaluation.objects.filter(pk__in=CalibrationItem.objects.filter(calibration=calibration).values("evaluation_id"))
+        Evaluation.objects.filter(
+            pk__in=CalibrationItem.objects.filter(calibration=calibration).values("evaluation_id")
+        )
         .values_list("status")
         .annotate(n=Count("id"))
         .values_list("status", "n")
@@ -66,7 +68,15 @@ def golden_set(*, rubric: Rubric) -> list[RunReview]:
     return list(
         RunReview.objects.filter(rubric=rubric, golden=True)
         .select_related("run")
-        .defer("run__input", "run__output", "run__request_context", "run__metadata", "run__task_text", "run__system_text", "run__output_text")
+        .defer(
+            "run__input",
+            "run__output",
+            "run__request_context",
+            "run__metadata",
+            "run__task_text",
+            "run__system_text",
+            "run__output_text",
+        )
         .order_by("-run__created_at")
     )
 
@@ -76,17 +86,23 @@ def _candidate(calibration: Calibration) -> tuple[list[dict[str, Any]], dict[str
     stored on the calibration's verdicts to the candidate's key."""
     if calibration.version_id:
         rows = Criterion.objects.filter(version_id=calibration.version_id).order_by("position")
-        items = [{"key": c.key, "description": c.description, "required": c.required} for c in rows]
+        items: list[dict[str, Any]] = [
+            {"key": c.key, "description": c.description, "required": c.required} for c in rows
+        ]
         return items, {c["key"]: c["key"] for c in items}
-    items = list(calibration.criteria or [])
+    items = list(calibration.criteria or [])  # type: ignore[arg-type]
     # Inline criteria are judged under positional ids c1, c2, … (runs.services.execute).
     return items, {f"c{i + 1}": c["key"] for i, c in enumerate(items)}
 
 
-def _calibration_verdicts(calibration: Calibration, key_map: dict[str, str]) -> dict[tuple[Any, str], list[bool]]:
+def _calibration_verdicts(
+    calibration: Calibration, key_map: dict[str, str]
+) -> dict[tuple[Any, str], list[bool]]:
     out: dict[tuple[Any, str], list[bool]] = defaultdict(list)
     rows = CriterionVerdict.objects.filter(
-        evaluation_id__in=CalibrationItem.objects.filter(calibration=calibration).values("evaluation_id"),
+        evaluation_id__in=CalibrationItem.objects.filter(calibration=calibration).values(
+            "evaluation_id"
+        ),
         evaluation__status=Status.SUCCEEDED,
     ).values_list("run_id", "criterion_key", "satisfied")
     for run_id, key, satisfied in rows:
@@ -117,7 +133,9 @@ class GoldenCriterion:
 
     @property
     def reworded(self) -> bool:
-        return self.baseline_description is not None and self.baseline_description != self.description
+        return (
+            self.baseline_description is not None and self.baseline_description != self.description
+        )
 
 
 @dataclass
@@ -143,10 +161,20 @@ def golden_report(*, calibration: Calibration) -> GoldenReport:
     measured against what people said about the old wording, which is the point), and the
     verdicts that flipped versus the baseline version."""
     items, key_map = _candidate(calibration)
-    run_ids = list(CalibrationItem.objects.filter(calibration=calibration).values_list("run_id", flat=True).distinct())
-    labels = {str(r.pk): r for r in AgentRun.objects.filter(pk__in=run_ids).only("id", "external_id")}
+    run_ids = list(
+        CalibrationItem.objects.filter(calibration=calibration)
+        .values_list("run_id", flat=True)
+        .distinct()
+    )
+    labels = {
+        str(r.pk): r for r in AgentRun.objects.filter(pk__in=run_ids).only("id", "external_id")
+    }
     after = _calibration_verdicts(calibration, key_map)
-    before = judge_verdicts(version=calibration.baseline_version, run_ids=run_ids) if calibration.baseline_version_id else {}
+    before = (
+        judge_verdicts(version=calibration.baseline_version, run_ids=run_ids)
+        if calibration.baseline_version
+        else {}
+    )
     baseline_text = {key: row["description"] for (_, key), row in before.items()}
     human = _human_labels(calibration.rubric_id, run_ids)
     threshold = kappa_threshold()
@@ -168,7 +196,15 @@ def golden_report(*, calibration: Calibration) -> GoldenReport:
                 compared += 1
                 if old["satisfied"] != verdicts[0]:
                     run = labels.get(str(run_id))
-                    flips.append(Flip(run_id, str(run) if run else str(run_id), old["satisfied"], verdicts[0], label))
+                    flips.append(
+                        Flip(
+                            run_id,
+                            str(run) if run else str(run_id),
+                            old["satisfied"],
+                            verdicts[0],
+                            label,
+                        )
+                    )
         stats = agreement_of(confusion_of(pairs))
         criteria.append(
             GoldenCriterion(
@@ -182,7 +218,9 @@ def golden_report(*, calibration: Calibration) -> GoldenReport:
                 flips=flips,
             )
         )
-    return GoldenReport(calibration, calibration_progress(calibration=calibration), len(run_ids), criteria)
+    return GoldenReport(
+        calibration, calibration_progress(calibration=calibration), len(run_ids), criteria
+    )
 
 
 @dataclass(frozen=True)
@@ -213,9 +251,15 @@ def consistency_report(*, calibration: Calibration) -> ConsistencyReport:
     version plus the calibration's repeats, by the same or a second judge), how many got both
     verdicts. A criterion is flaky when that share exceeds EVALSITE_REVIEW_FLIP_THRESHOLD."""
     items, key_map = _candidate(calibration)
-    run_ids = list(CalibrationItem.objects.filter(calibration=calibration).values_list("run_id", flat=True).distinct())
+    run_ids = list(
+        CalibrationItem.objects.filter(calibration=calibration)
+        .values_list("run_id", flat=True)
+        .distinct()
+    )
     repeats = _calibration_verdicts(calibration, key_map)
-    own = judge_verdicts(version=calibration.version, run_ids=run_ids) if calibration.version_id else {}
+    own = (
+        judge_verdicts(version=calibration.version, run_ids=run_ids) if calibration.version else {}
+    )
     threshold = float(settings.EVALSITE_REVIEW_FLIP_THRESHOLD)
     criteria = []
     for c in items:
@@ -229,10 +273,21 @@ def consistency_report(*, calibration: Calibration) -> ConsistencyReport:
         compared, flipped, rate = flip_rate(sets)
         criteria.append(
             ConsistencyCriterion(
-                c["key"], c["description"], compared, flipped, rate, rate is not None and rate > threshold
+                c["key"],
+                c["description"],
+                compared,
+                flipped,
+                rate,
+                rate is not None and rate > threshold,
             )
         )
-    return ConsistencyReport(calibration, calibration_progress(calibration=calibration), len(run_ids), threshold, criteria)
+    return ConsistencyReport(
+        calibration,
+        calibration_progress(calibration=calibration),
+        len(run_ids),
+        threshold,
+        criteria,
+    )
 
 
 def calibration_report(*, calibration: Calibration) -> GoldenReport | ConsistencyReport:

@@ -28,19 +28,31 @@ class QueueFilters:
 
     @classmethod
     def from_query(cls, query: Any) -> QueueFilters:
-        return cls(**{name: query.get(name) in ("1", "true", "on") for name in cls.__dataclass_fields__})
+        return cls(
+            **{name: query.get(name) in ("1", "true", "on") for name in cls.__dataclass_fields__}
+        )
 
     def to_query(self) -> dict[str, str]:
         return {name: "1" for name in self.__dataclass_fields__ if getattr(self, name)}
 
 
-def queue_runs(*, rubric: Rubric, filters: QueueFilters, flagged_keys: list[str] | None = None) -> QuerySet[AgentRun]:
+def queue_runs(
+    *, rubric: Rubric, filters: QueueFilters, flagged_keys: list[str] | None = None
+) -> QuerySet[AgentRun]:
     """The rubric's judged runs with their review state as ``rv`` (a filtered relation), in
     queue order: unreviewed first, then newest first."""
     qs = (
         AgentRun.objects.filter(team_id=rubric.team_id, rubric=rubric, passed__isnull=False)
         .annotate(rv=FilteredRelation("reviews", condition=Q(reviews__rubric=rubric)))
-        .defer("input", "output", "request_context", "metadata", "task_text", "system_text", "output_text")
+        .defer(
+            "input",
+            "output",
+            "request_context",
+            "metadata",
+            "task_text",
+            "system_text",
+            "output_text",
+        )
     )
     if filters.failing:
         qs = qs.filter(passed=False)
@@ -100,7 +112,7 @@ def review_queue(
     """One page of the queue and its progress ("37 of 120 reviewed"). Three queries."""
     qs = queue_runs(rubric=rubric, filters=filters, flagged_keys=flagged_keys)
     total = qs.count()
-    reviewed = qs.filter(rv__reviewed_at__isnull=False).count()
+    reviewed = qs.filter(rv__reviewed_at__isnull=False).count()  # type: ignore[misc]
     pages = max(1, -(-total // QUEUE_PAGE))
     page = min(max(1, page), pages)
     now = timezone.now()

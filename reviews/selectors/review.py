@@ -82,7 +82,10 @@ class RunReviewView:
 def _verdict_rows(evaluation: Evaluation) -> list[VerdictRow]:
     labels = {
         (lb.criterion_key, lb.text_hash): lb
-        for lb in VerdictLabel.objects.filter(run_id=evaluation.run_id, rubric_id=evaluation.rubric_id)
+        for lb in VerdictLabel.objects.filter(
+            run_id=evaluation.run_id,
+            rubric_id=evaluation.rubric_id,  # type: ignore[misc]  # a rubric evaluation has one
+        )
     }
     rows = []
     for v in CriterionVerdict.objects.filter(evaluation=evaluation).order_by("position"):
@@ -95,14 +98,20 @@ def _verdict_rows(evaluation: Evaluation) -> list[VerdictRow]:
             human=label.satisfied if label else None,
         )
         rows.append(
-            VerdictRow(effective, v.reasoning, label.note if label else "", label.source_id if label else None)
+            VerdictRow(
+                effective,
+                v.reasoning,
+                label.note if label else "",
+                label.source_id if label else None,
+            )
         )
     return rows
 
 
 def _dimension_rows(evaluation: Evaluation) -> list[DimensionRow]:
     labels = {
-        (lb.perspective, lb.dimension): lb for lb in AlignmentLabel.objects.filter(run_id=evaluation.run_id)
+        (lb.perspective, lb.dimension): lb
+        for lb in AlignmentLabel.objects.filter(run_id=evaluation.run_id)
     }
     rows = []
     for b in AlignmentBreakdown.objects.filter(evaluation=evaluation).order_by("-perspective"):
@@ -130,8 +139,9 @@ def run_history(*, run: AgentRun) -> list[Any]:
     reverted = {r.reverts_id for r in verdicts + dimensions if r.reverts_id}  # type: ignore[operator]
     rows = sorted(verdicts + dimensions, key=lambda r: r.created_at, reverse=True)  # type: ignore[operator]
     for row in rows:
-        row.reverted = row.pk in reverted
-        row.is_alignment = isinstance(row, AlignmentOverride)
+        # Template/serialiser conveniences, set on the fetched rows (not model fields).
+        setattr(row, "reverted", row.pk in reverted)  # noqa: B010
+        setattr(row, "is_alignment", isinstance(row, AlignmentOverride))  # noqa: B010
     return rows
 
 
@@ -142,7 +152,7 @@ def run_review_get(*, run: AgentRun, rubric_id: Any = None, history: bool = True
     review = None
     if evaluation is not None:
         review = (
-            RunReview.objects.filter(run=run, rubric_id=evaluation.rubric_id)
+            RunReview.objects.filter(run=run, rubric_id=evaluation.rubric_id)  # type: ignore[misc]
             .select_related("claimed_by")
             .first()
         )

@@ -34,18 +34,21 @@ TAGS = {"optional", "required"}
 def _version(rubric: Rubric, number: int | None) -> RubricVersion:
     version = version_pick(rubric=rubric, number=number)
     if version is None:
-        message = f"the rubric has no version {number}" if number else "the rubric has no criteria yet"
+        message = (
+            f"the rubric has no version {number}" if number else "the rubric has no criteria yet"
+        )
         raise ReviewValidationError({"version": message})
     return version
 
 
 def _keyed_lines(text: str) -> list[dict[str, Any]]:
     """Text criteria where a line may start with its key, e.g. ``[c2] Mentions "refund"``."""
-    items = []
+    items: list[dict[str, Any]] = []
     for line in text.splitlines():
+        key, rest = None, line
         match = KEY_PREFIX.match(line)
-        key = match.group(1) if match and match.group(1).lower() not in TAGS else None
-        rest = match.group(2) if key else line
+        if match and match.group(1).lower() not in TAGS:
+            key, rest = match.group(1), match.group(2)
         for c in criteria_from_any(rest):
             items.append({"description": c.description, "required": c.required, "key": key})
     return items
@@ -56,22 +59,25 @@ def candidate_criteria(*, rubric: Rubric, criteria: Any) -> list[dict[str, Any]]
     keeps an explicit key, else the key of the same wording in the current version, else gets
     a fresh ``new<n>`` key: statistics and flips follow keys across versions."""
     try:
-        items = _keyed_lines(criteria) if isinstance(criteria, str) else [
-            {"description": c.description, "required": c.required, "key": c.key}
-            for c in criteria_from_any(criteria)
-        ]
+        items = (
+            _keyed_lines(criteria)
+            if isinstance(criteria, str)
+            else [
+                {"description": c.description, "required": c.required, "key": c.key}
+                for c in criteria_from_any(criteria)
+            ]
+        )
     except RubricValidationError as exc:
         raise ReviewValidationError({"criteria": "; ".join(exc.errors.values())}) from exc
     if not items:
         raise ReviewValidationError({"criteria": "give at least one criterion"})
     current = {
-        c.description: c.key
-        for c in Criterion.objects.filter(version_id=rubric.current_version_id)
+        c.description: c.key for c in Criterion.objects.filter(version_id=rubric.current_version_id)
     }
     fresh = 0
     for item in items:
         if not item["key"]:
-            item["key"] = current.get(item["description"])
+            item["key"] = current.get(str(item["description"]))
         if not item["key"]:
             fresh += 1
             item["key"] = f"new{fresh}"
@@ -119,7 +125,11 @@ def _start(
                 )
                 evaluation.calibration = True
                 evaluations.append(evaluation)
-                items.append(CalibrationItem(calibration=calibration, run=run, evaluation=evaluation, repeat=repeat))
+                items.append(
+                    CalibrationItem(
+                        calibration=calibration, run=run, evaluation=evaluation, repeat=repeat
+                    )
+                )
         Evaluation.objects.bulk_create(evaluations)
         CalibrationItem.objects.bulk_create(items)
         evaluations_enqueue(e.id for e in evaluations)
@@ -148,7 +158,9 @@ def golden_run(
         raise ReviewValidationError({"criteria": "give a version or criteria, not both"})
     model = _judge_model(judge_model)
     golden = list(
-        AgentRun.objects.filter(team_id=rubric.team_id, reviews__rubric=rubric, reviews__golden=True)
+        AgentRun.objects.filter(
+            team_id=rubric.team_id, reviews__rubric=rubric, reviews__golden=True
+        )
     )
     if not golden:
         raise ReviewValidationError(
@@ -171,17 +183,22 @@ def golden_run(
     )
 
 
-def _sample(rubric: Rubric, version: RubricVersion, run_ids: list[Any] | None, sample: int) -> list[AgentRun]:
+def _sample(
+    rubric: Rubric, version: RubricVersion, run_ids: list[Any] | None, sample: int
+) -> list[AgentRun]:
     if run_ids:
         wanted = list(dict.fromkeys(str(r) for r in run_ids))
         runs = list(AgentRun.objects.filter(team_id=rubric.team_id, pk__in=wanted))
         missing = sorted(set(wanted) - {str(r.pk) for r in runs})
         if missing:
-            raise ReviewValidationError({"runs": f"no such run in this team: {', '.join(missing[:5])}"})
+            raise ReviewValidationError(
+                {"runs": f"no such run in this team: {', '.join(missing[:5])}"}
+            )
         return runs
     runs = list(
-        AgentRun.objects.filter(team_id=rubric.team_id, rubric=rubric, current_version=version)
-        .order_by("-created_at", "-id")[:sample]
+        AgentRun.objects.filter(
+            team_id=rubric.team_id, rubric=rubric, current_version=version
+        ).order_by("-created_at", "-id")[:sample]
     )
     if not runs:
         raise ReviewValidationError({"runs": f"no run has a result on v{version.number} to sample"})
@@ -219,4 +236,3 @@ def consistency_check(
         repeats=repeats,
         user=user,
     )
-

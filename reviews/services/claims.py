@@ -55,7 +55,11 @@ def claim_release(*, rubric: Rubric, user: Any) -> None:
 
 
 def claim_next(
-    *, rubric: Rubric, user: Any, filters: QueueFilters | None = None, skip: Any = None,
+    *,
+    rubric: Rubric,
+    user: Any,
+    filters: QueueFilters | None = None,
+    skip: Any = None,
     flagged_keys: list[str] | None = None,
 ) -> AgentRun | None:
     """Release the user's claim and claim the first unreviewed run of the queue that nobody
@@ -63,7 +67,9 @@ def claim_next(
     None when the queue has nothing left for this reviewer."""
     claim_release(rubric=rubric, user=user)
     now = timezone.now()
-    qs = queue_runs(rubric=rubric, filters=filters or QueueFilters(), flagged_keys=flagged_keys).filter(
+    qs = queue_runs(
+        rubric=rubric, filters=filters or QueueFilters(), flagged_keys=flagged_keys
+    ).filter(
         Q(rv__reviewed_at__isnull=True)
         & (Q(rv__claimed_by__isnull=True) | Q(rv__claim_expires_at__lte=now))
     )

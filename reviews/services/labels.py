@@ -81,7 +81,9 @@ def _verdict_for(evaluation: Evaluation, criterion_key: str) -> CriterionVerdict
     if found is None:
         keys = ", ".join(v.criterion_key for v in verdicts) or "none"
         raise ReviewValidationError(
-            {"criterion_id": f"no criterion {criterion_key!r} in the run's current verdicts ({keys})"}
+            {
+                "criterion_id": f"no criterion {criterion_key!r} in the run's current verdicts ({keys})"
+            }
         )
     return found
 
@@ -186,7 +188,10 @@ def override_revert(*, row: VerdictOverride, reviewer: Reviewer, note: str = "")
     with transaction.atomic():
         locked = _lock(row.run)
         label = VerdictLabel.objects.filter(
-            run=locked, rubric_id=row.rubric_id, criterion_key=row.criterion_key, text_hash=row.text_hash
+            run=locked,
+            rubric_id=row.rubric_id,
+            criterion_key=row.criterion_key,
+            text_hash=row.text_hash,
         ).first()
         if row.action == Action.REVERT or label is None or label.source_id != row.pk:
             raise ReviewConflict(
@@ -217,7 +222,9 @@ def override_revert(*, row: VerdictOverride, reviewer: Reviewer, note: str = "")
 
 
 def _breakdown(evaluation: Evaluation, perspective: str) -> AlignmentBreakdown:
-    found = AlignmentBreakdown.objects.filter(evaluation=evaluation, perspective=perspective).first()
+    found = AlignmentBreakdown.objects.filter(
+        evaluation=evaluation, perspective=perspective
+    ).first()
     if found is None:
         raise ReviewValidationError(
             {"perspective": f"the run's alignment result has no {perspective} perspective"}

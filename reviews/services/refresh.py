@@ -34,7 +34,7 @@ def review_result_refresh(
     """Fields of the run to replace with their human-adjusted values (empty: no labels).
     Three cheap queries when the run has no labels; a few more when it has."""
     fields: dict[str, Any] = {}
-    labels = list(
+    labels: list[Any] = list(
         VerdictLabel.objects.filter(run_id=run_id).values(
             "rubric_id", "criterion_key", "text_hash", "satisfied"
         )
@@ -47,7 +47,9 @@ def review_result_refresh(
     return fields
 
 
-def effective_verdicts(verdict_rows: list[dict[str, Any]], labels: list[dict[str, Any]]) -> list[EffectiveVerdict]:
+def effective_verdicts(
+    verdict_rows: list[dict[str, Any]], labels: list[dict[str, Any]]
+) -> list[EffectiveVerdict]:
     """Judge verdict rows of one evaluation with the labels (of its rubric) that answer them."""
     human = {(lb["criterion_key"], lb["text_hash"]): lb["satisfied"] for lb in labels}
     return [
@@ -62,7 +64,9 @@ def effective_verdicts(verdict_rows: list[dict[str, Any]], labels: list[dict[str
     ]
 
 
-def _review_progress(run_id: Any, labels: list[dict[str, Any]]) -> dict[Any, list[EffectiveVerdict]]:
+def _review_progress(
+    run_id: Any, labels: list[dict[str, Any]]
+) -> dict[Any, list[EffectiveVerdict]]:
     """Update labelled/overridden/reviewed of the run's reviews; the effective verdicts of each
     current evaluation, by evaluation id."""
     if not labels:
@@ -75,12 +79,18 @@ def _review_progress(run_id: Any, labels: list[dict[str, Any]]) -> dict[Any, lis
         by_rubric[label["rubric_id"]].append(label)
     current = dict(
         Evaluation.objects.filter(
-            run_id=run_id, kind=Kind.RUBRIC, is_current=True, calibration=False, rubric_id__in=list(by_rubric)
+            run_id=run_id,
+            kind=Kind.RUBRIC,
+            is_current=True,
+            calibration=False,
+            rubric_id__in=list(by_rubric),
         ).values_list("id", "rubric_id")
     )
-    rows: dict[Any, list[dict[str, Any]]] = defaultdict(list)
-    for row in CriterionVerdict.objects.filter(evaluation_id__in=list(current)).order_by("position").values(
-        "evaluation_id", "criterion_key", "description", "required", "satisfied"
+    rows: dict[Any, list[Any]] = defaultdict(list)
+    for row in (
+        CriterionVerdict.objects.filter(evaluation_id__in=list(current))
+        .order_by("position")
+        .values("evaluation_id", "criterion_key", "description", "required", "satisfied")
     ):
         rows[row["evaluation_id"]].append(row)
     out = {}
@@ -112,7 +122,9 @@ def _team_of(run_id: Any) -> Any:
     return AgentRun.objects.filter(pk=run_id).values_list("team_id", flat=True).get()
 
 
-def _rubric_fields(evaluation_id: Any, verdicts: dict[Any, list[EffectiveVerdict]]) -> dict[str, Any]:
+def _rubric_fields(
+    evaluation_id: Any, verdicts: dict[Any, list[EffectiveVerdict]]
+) -> dict[str, Any]:
     effective = verdicts.get(evaluation_id)
     if not effective or not any(v.human is not None for v in effective):
         return {}
@@ -122,14 +134,18 @@ def _rubric_fields(evaluation_id: Any, verdicts: dict[Any, list[EffectiveVerdict
 
 def _alignment_fields(run_id: Any, evaluation_id: Any) -> dict[str, Any]:
     labels: dict[str, dict[str, float]] = defaultdict(dict)
-    for row in AlignmentLabel.objects.filter(run_id=run_id).values("perspective", "dimension", "score"):
+    for row in AlignmentLabel.objects.filter(run_id=run_id).values(
+        "perspective", "dimension", "score"
+    ):
         labels[row["perspective"]][row["dimension"]] = row["score"]
     if not labels:
         return {}
     evaluation = Evaluation.objects.only("scale", "alignment_weights").get(pk=evaluation_id)
     scores = {
         b.perspective: perspective_score(
-            {d: getattr(b, f"{d}_score") for d in DIMENSIONS}, labels.get(b.perspective, {}), b.weights
+            {d: getattr(b, f"{d}_score") for d in DIMENSIONS},
+            labels.get(b.perspective, {}),
+            b.weights,
         )
         for b in AlignmentBreakdown.objects.filter(Q(evaluation_id=evaluation_id))
     }

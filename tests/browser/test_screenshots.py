@@ -118,6 +118,19 @@ def test_screenshots_of_the_main_pages(
     expect(page.get_by_test_id("rubric-passed")).to_have_text("Failed")
     shot("run-detail")
 
+    page.goto("/rubrics/")
+    expect(page.get_by_role("link", name="Support quality")).to_be_visible()
+    shot("rubric-list", full_page=False)
+
+    # Keys made beforehand: the shot shows the list, never a secret.
+    from teams.services import api_key_create
+
+    for name in ("CI pipeline", "support-bot production"):
+        api_key_create(team=support.team, name=name, created_by=owner)
+    page.goto("/team/")
+    expect(page.get_by_role("cell", name="CI pipeline")).to_be_visible()
+    shot("team-settings", full_page=False)
+
     page.goto(f"/rubrics/{support.id}/?a=1&b=2")
     expect(page.get_by_test_id("diff").locator("li.reworded")).to_have_count(1)
     shot("rubric-editor")

@@ -1,4 +1,4 @@
-"""Review fixtures: runs judged in-process by the fake judge, reviewers, the browser."""
+"""Review fixtures: runs judged in-process by the fake judge, and reviewers."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from reviews.services import Reviewer
 from runs.models import Evaluation, Status
 from runs.services import evaluation_execute
 from tests.api.conftest import Api, anon, api, other_api, session_api  # noqa: F401
-from tests.browser.conftest import browser_page, chromium, sign_in  # noqa: F401
 
 # The fake judge says "satisfied" iff every quoted phrase occurs in the output. With these
 # criteria the default run output ("Your refund for order number 1234 was sent today,
@@ -28,7 +27,9 @@ FAILING = "Your refund was sent today."  # c2 (required) and c3 fail
 def judge_pending() -> int:
     """Run every queued evaluation in this process (real engine, fake judge over HTTP)."""
     done = 0
-    for evaluation_id in Evaluation.objects.filter(status=Status.QUEUED).values_list("id", flat=True):
+    for evaluation_id in Evaluation.objects.filter(status=Status.QUEUED).values_list(
+        "id", flat=True
+    ):
         assert evaluation_execute(evaluation_id=str(evaluation_id)).status == "succeeded"
         done += 1
     return done

@@ -48,9 +48,15 @@ def test_disagreeing_without_a_note_is_a_422_naming_the_note(api, failing_run):
 
 
 def test_an_unknown_criterion_or_a_wrong_type_is_a_422_naming_the_field(api, failing_run):
-    unknown = api.post(f"/runs/{failing_run.id}/overrides", {"criterion_id": "c7", "satisfied": True})
-    wrong = api.post(f"/runs/{failing_run.id}/overrides", {"criterion_id": "c1", "satisfied": "yes"})
-    extra = api.post(f"/runs/{failing_run.id}/overrides", {"criterion_id": "c1", "satisfied": True, "x": 1})
+    unknown = api.post(
+        f"/runs/{failing_run.id}/overrides", {"criterion_id": "c7", "satisfied": True}
+    )
+    wrong = api.post(
+        f"/runs/{failing_run.id}/overrides", {"criterion_id": "c1", "satisfied": "yes"}
+    )
+    extra = api.post(
+        f"/runs/{failing_run.id}/overrides", {"criterion_id": "c1", "satisfied": True, "x": 1}
+    )
 
     assert field_locs(unknown) == [["body", "payload", "criterion_id"]]
     assert ["body", "payload", "satisfied"] in field_locs(wrong)
@@ -76,9 +82,14 @@ def test_without_a_key_every_review_endpoint_answers_401(anon, failing_run, rubr
         assert_error(r, 401)
 
 
-def test_another_teams_run_and_rubric_answer_404_and_nothing_is_written(other_api, failing_run, rubric):
+def test_another_teams_run_and_rubric_answer_404_and_nothing_is_written(
+    other_api, failing_run, rubric
+):
     for r in (
-        other_api.post(f"/runs/{failing_run.id}/overrides", {"criterion_id": "c2", "satisfied": True, "note": "x"}),
+        other_api.post(
+            f"/runs/{failing_run.id}/overrides",
+            {"criterion_id": "c2", "satisfied": True, "note": "x"},
+        ),
         other_api.get(f"/runs/{failing_run.id}/overrides"),
         other_api.get(f"/rubrics/{rubric.id}/agreement"),
         other_api.get(f"/rubrics/{rubric.slug}/reviews.jsonl"),
@@ -92,20 +103,30 @@ def test_a_viewer_signed_in_reads_reviews_but_cannot_override(session_api, viewe
     client = session_api(viewer)
 
     assert client.get(f"/runs/{failing_run.id}/overrides").status_code == 200
-    assert_error(client.post(f"/runs/{failing_run.id}/overrides", {"criterion_id": "c1", "satisfied": True}), 403)
+    assert_error(
+        client.post(f"/runs/{failing_run.id}/overrides", {"criterion_id": "c1", "satisfied": True}),
+        403,
+    )
 
 
 def test_a_signed_in_editor_is_named_as_the_reviewer(session_api, teammate, failing_run):
-    r = session_api(teammate).post(f"/runs/{failing_run.id}/overrides", {"criterion_id": "c1", "satisfied": True})
+    r = session_api(teammate).post(
+        f"/runs/{failing_run.id}/overrides", {"criterion_id": "c1", "satisfied": True}
+    )
 
     assert r.status_code == 201 and r.json()["override"]["reviewer"] == "teo"
 
 
 def test_listing_shows_both_results_each_verdict_and_the_history_with_reverts(api, failing_run):
-    made = api.post(f"/runs/{failing_run.id}/overrides", {"criterion_id": "c2", "satisfied": True, "note": "ok"})
+    made = api.post(
+        f"/runs/{failing_run.id}/overrides", {"criterion_id": "c2", "satisfied": True, "note": "ok"}
+    )
     change = made.json()["override"]["id"]
     reverted = api.post(f"/runs/{failing_run.id}/overrides/{change}/revert", {"note": "misread"})
-    api.post(f"/runs/{failing_run.id}/overrides", {"criterion_id": "c3", "satisfied": True, "note": "polite"})
+    api.post(
+        f"/runs/{failing_run.id}/overrides",
+        {"criterion_id": "c3", "satisfied": True, "note": "polite"},
+    )
 
     body = api.get(f"/runs/{failing_run.id}/overrides").json()
 
@@ -124,7 +145,9 @@ def test_listing_shows_both_results_each_verdict_and_the_history_with_reverts(ap
 
 
 def test_reverting_a_replaced_change_is_a_409_and_an_unknown_one_a_404(api, failing_run, other_api):
-    first = api.post(f"/runs/{failing_run.id}/overrides", {"criterion_id": "c2", "satisfied": True, "note": "a"})
+    first = api.post(
+        f"/runs/{failing_run.id}/overrides", {"criterion_id": "c2", "satisfied": True, "note": "a"}
+    )
     api.post(f"/runs/{failing_run.id}/overrides", {"criterion_id": "c2", "satisfied": False})
     change = first.json()["override"]["id"]
 
@@ -137,7 +160,10 @@ def test_agreement_returns_per_criterion_figures_as_specified(api, judged_run, r
     # c2 on four runs: judge says no, no, yes, yes; humans say no, yes, yes, yes.
     runs = [judged_run(output=FAILING), judged_run(output=FAILING), judged_run(), judged_run()]
     for run, human in zip(runs, [False, True, True, True], strict=True):
-        api.post(f"/runs/{run.id}/overrides", {"criterion_id": "c2", "satisfied": human, "note": "checked"})
+        api.post(
+            f"/runs/{run.id}/overrides",
+            {"criterion_id": "c2", "satisfied": human, "note": "checked"},
+        )
 
     body = api.get(f"/rubrics/{rubric.slug}/agreement").json()
 
@@ -159,14 +185,19 @@ def test_agreement_of_a_version_that_does_not_exist_is_a_404_and_a_bad_number_a_
 
 
 def test_the_csv_export_lists_each_reviewed_verdict_and_defuses_formulas(api, failing_run, rubric):
-    api.post(f"/runs/{failing_run.id}/overrides", {"criterion_id": "c2", "satisfied": True, "note": "=HYPERLINK(1)"})
+    api.post(
+        f"/runs/{failing_run.id}/overrides",
+        {"criterion_id": "c2", "satisfied": True, "note": "=HYPERLINK(1)"},
+    )
     api.post(f"/runs/{failing_run.id}/overrides", {"criterion_id": "c1", "satisfied": True})
 
     r = api.get(f"/rubrics/{rubric.id}/reviews.csv")
 
     assert r.status_code == 200 and r["Content-Type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(b"".join(r.streaming_content).decode())))
-    assert [(x["criterion_id"], x["judge_satisfied"], x["human_satisfied"], x["agree"]) for x in rows] == [
+    assert [
+        (x["criterion_id"], x["judge_satisfied"], x["human_satisfied"], x["agree"]) for x in rows
+    ] == [
         ("c2", "False", "True", "False"),
         ("c1", "True", "True", "True"),
     ]
@@ -174,7 +205,10 @@ def test_the_csv_export_lists_each_reviewed_verdict_and_defuses_formulas(api, fa
 
 
 def test_the_jsonl_export_has_one_object_per_reviewed_verdict(api, failing_run, rubric):
-    api.post(f"/runs/{failing_run.id}/overrides", {"criterion_id": "c3", "satisfied": True, "note": "said thank you"})
+    api.post(
+        f"/runs/{failing_run.id}/overrides",
+        {"criterion_id": "c3", "satisfied": True, "note": "said thank you"},
+    )
 
     r = api.get(f"/rubrics/{rubric.slug}/reviews.jsonl")
 
@@ -182,14 +216,21 @@ def test_the_jsonl_export_has_one_object_per_reviewed_verdict(api, failing_run, 
     assert len(lines) == 1
     row = json.loads(lines[0])
     assert row["criterion_id"] == "c3" and row["criterion"] == 'Says "thanks"'
-    assert (row["judge_satisfied"], row["human_satisfied"], row["note"]) == (False, True, "said thank you")
+    assert (row["judge_satisfied"], row["human_satisfied"], row["note"]) == (
+        False,
+        True,
+        "said thank you",
+    )
     assert row["rubric_version"] == 1 and row["reviewer"].startswith("API key")
 
 
 def test_marking_golden_needs_a_fully_reviewed_run(api, failing_run):
     assert_error(api.post(f"/runs/{failing_run.id}/golden", {"golden": True}), 409)
     for key in ("c1", "c2", "c3"):
-        api.post(f"/runs/{failing_run.id}/overrides", {"criterion_id": key, "satisfied": True, "note": "fine"})
+        api.post(
+            f"/runs/{failing_run.id}/overrides",
+            {"criterion_id": key, "satisfied": True, "note": "fine"},
+        )
 
     r = api.post(f"/runs/{failing_run.id}/golden", {"golden": True})
 
@@ -197,11 +238,15 @@ def test_marking_golden_needs_a_fully_reviewed_run(api, failing_run):
     assert api.get(f"/runs/{failing_run.id}/overrides").json()["golden"] is True
 
 
-def test_a_golden_run_with_reworded_criteria_reports_agreement_and_flips(api, failing_run, judged_run, rubric):
+def test_a_golden_run_with_reworded_criteria_reports_agreement_and_flips(
+    api, failing_run, judged_run, rubric
+):
     passing = judged_run()
     for run, human in ((failing_run, True), (passing, True)):
         for key in ("c1", "c2", "c3"):
-            api.post(f"/runs/{run.id}/overrides", {"criterion_id": key, "satisfied": human, "note": "ok"})
+            api.post(
+                f"/runs/{run.id}/overrides", {"criterion_id": key, "satisfied": human, "note": "ok"}
+            )
         api.post(f"/runs/{run.id}/golden", {"golden": True})
     # The candidate rewords c2 so that the failing run ("Your refund was sent today.") now
     # satisfies it: its verdict flips from no to yes, in line with the human label.
@@ -223,7 +268,9 @@ def test_a_golden_run_with_reworded_criteria_reports_agreement_and_flips(api, fa
 
 
 def test_a_golden_run_needs_a_golden_set_and_names_the_field(api, rubric):
-    assert field_locs(api.post(f"/rubrics/{rubric.id}/golden-runs", {})) == [["body", "payload", "golden"]]
+    assert field_locs(api.post(f"/rubrics/{rubric.id}/golden-runs", {})) == [
+        ["body", "payload", "golden"]
+    ]
 
 
 def test_a_consistency_check_judges_each_sampled_run_n_times(api, judged_run, rubric, fake_judge):
@@ -237,9 +284,26 @@ def test_a_consistency_check_judges_each_sampled_run_n_times(api, judged_run, ru
     assert started.status_code == 202 and started.json()["runs"] == 2
     assert fake_judge.stats()["completions"] - calls == 6  # forced: no verdict reuse
     assert report["progress"]["done"] is True
-    assert all((c["compared"], c["flipped"], c["flip_rate"], c["flagged"]) == (2, 0, 0.0, False) for c in report["criteria"])
+    assert all(
+        (c["compared"], c["flipped"], c["flip_rate"], c["flagged"]) == (2, 0, 0.0, False)
+        for c in report["criteria"]
+    )
 
 
 def test_consistency_check_limits_are_422s_naming_the_field(api, rubric):
-    assert ["body", "payload", "repeats"] in field_locs(api.post(f"/rubrics/{rubric.id}/consistency-checks", {"repeats": 11}))
-    assert field_locs(api.post(f"/rubrics/{rubric.id}/consistency-checks", {})) == [["body", "payload", "runs"]]
+    assert ["body", "payload", "repeats"] in field_locs(
+        api.post(f"/rubrics/{rubric.id}/consistency-checks", {"repeats": 11})
+    )
+    assert field_locs(api.post(f"/rubrics/{rubric.id}/consistency-checks", {})) == [
+        ["body", "payload", "runs"]
+    ]
+
+
+def test_a_revert_needs_no_body(api, failing_run):
+    made = api.post(f"/runs/{failing_run.id}/overrides", {"criterion_id": "c1", "satisfied": True})
+    change = made.json()["override"]["id"]
+
+    r = api.client.post(f"/api/runs/{failing_run.id}/overrides/{change}/revert", headers=api.headers)
+
+    assert r.status_code == 201, r.content
+    assert r.json()["override"]["to_satisfied"] is None

@@ -6,8 +6,8 @@ import pytest
 from reviews.models import Action, AlignmentLabel, RunReview, VerdictLabel, VerdictOverride
 from reviews.services import (
     ReviewConflict,
-    ReviewValidationError,
     Reviewer,
+    ReviewValidationError,
     alignment_override_create,
     alignment_override_revert,
     golden_set_mark,
@@ -33,7 +33,11 @@ def test_overriding_a_failed_required_verdict_makes_the_run_pass_and_keeps_the_j
     assert run.passed is False and run.score == 0
 
     change = override_create(
-        run=run, criterion_key="c2", satisfied=True, note="It gave the number as 'order 7'", reviewer=reviewer
+        run=run,
+        criterion_key="c2",
+        satisfied=True,
+        note="It gave the number as 'order 7'",
+        reviewer=reviewer,
     )
 
     run.refresh_from_db()
@@ -41,14 +45,18 @@ def test_overriding_a_failed_required_verdict_makes_the_run_pass_and_keeps_the_j
     assert change.created and change.row.action == Action.OVERRIDE
     assert (run.passed, run.score) == (True, 1.0)
     assert (evaluation.passed, evaluation.score) == (False, 0.0)
-    assert CriterionVerdict.objects.get(evaluation=evaluation, criterion_key="c2").satisfied is False
+    assert (
+        CriterionVerdict.objects.get(evaluation=evaluation, criterion_key="c2").satisfied is False
+    )
 
 
 def test_a_human_failing_a_required_criterion_fails_a_passing_run(judged_run, reviewer):
     run = judged_run()
     assert run.passed is True
 
-    override_create(run=run, criterion_key="c1", satisfied=False, note="Refund of what?", reviewer=reviewer)
+    override_create(
+        run=run, criterion_key="c1", satisfied=False, note="Refund of what?", reviewer=reviewer
+    )
 
     run.refresh_from_db()
     assert (run.passed, run.score) == (False, 0.0)
@@ -57,7 +65,9 @@ def test_a_human_failing_a_required_criterion_fails_a_passing_run(judged_run, re
 def test_an_optional_criterion_does_not_gate_while_a_required_one_exists(judged_run, reviewer):
     run = judged_run()
 
-    override_create(run=run, criterion_key="c3", satisfied=False, note="No thanks said", reviewer=reviewer)
+    override_create(
+        run=run, criterion_key="c3", satisfied=False, note="No thanks said", reviewer=reviewer
+    )
 
     run.refresh_from_db()
     assert run.passed is True
@@ -68,7 +78,10 @@ def test_with_no_required_criterion_every_criterion_gates_and_the_scale_applies(
 ):
     rubric = make_rubric(
         name="All optional",
-        criteria=[{"description": 'Says "refund"', "required": False}, {"description": 'Says "sorry"', "required": False}],
+        criteria=[
+            {"description": 'Says "refund"', "required": False},
+            {"description": 'Says "sorry"', "required": False},
+        ],
         scale=5,
         alignment_mode="off",
     )
@@ -77,7 +90,13 @@ def test_with_no_required_criterion_every_criterion_gates_and_the_scale_applies(
     run.refresh_from_db()
     assert (run.passed, run.score) == (False, 0.0)
 
-    override_create(run=run, criterion_key="c2", satisfied=True, note="Apologised in other words", reviewer=reviewer)
+    override_create(
+        run=run,
+        criterion_key="c2",
+        satisfied=True,
+        note="Apologised in other words",
+        reviewer=reviewer,
+    )
 
     run.refresh_from_db()
     assert (run.passed, run.score) == (True, 5.0)
@@ -122,9 +141,13 @@ def test_a_run_without_a_judged_result_cannot_be_reviewed(make_run, rubric, revi
 
 def test_saying_again_what_the_label_says_writes_nothing(judged_run, reviewer):
     run = judged_run()
-    first = override_create(run=run, criterion_key="c1", satisfied=False, note="Wrong refund", reviewer=reviewer)
+    first = override_create(
+        run=run, criterion_key="c1", satisfied=False, note="Wrong refund", reviewer=reviewer
+    )
 
-    again = override_create(run=run, criterion_key="c1", satisfied=False, note="Wrong refund", reviewer=reviewer)
+    again = override_create(
+        run=run, criterion_key="c1", satisfied=False, note="Wrong refund", reviewer=reviewer
+    )
 
     assert not again.created and again.row.pk == first.row.pk
     assert VerdictOverride.objects.count() == 1
@@ -136,7 +159,11 @@ def test_history_is_append_only_and_a_revert_restores_the_label_before_the_chang
     run = judged_run()
     first = review_confirm(run=run, criterion_key="c1", reviewer=reviewer).row
     second = override_create(
-        run=run, criterion_key="c1", satisfied=False, note="Actually no refund", reviewer=other_reviewer
+        run=run,
+        criterion_key="c1",
+        satisfied=False,
+        note="Actually no refund",
+        reviewer=other_reviewer,
     ).row
     run.refresh_from_db()
     assert run.passed is False
@@ -147,15 +174,25 @@ def test_history_is_append_only_and_a_revert_restores_the_label_before_the_chang
     assert run.passed is True
     rows = list(VerdictOverride.objects.order_by("created_at"))
     assert [r.action for r in rows] == ["confirm", "override", "revert"]
-    assert (rows[1].from_satisfied, rows[1].to_satisfied, rows[1].actor_name) == (True, False, "olivia")
-    assert (revert.from_satisfied, revert.to_satisfied, revert.reverts_id) == (False, True, second.pk)
+    assert (rows[1].from_satisfied, rows[1].to_satisfied, rows[1].actor_name) == (
+        True,
+        False,
+        "olivia",
+    )
+    assert (revert.from_satisfied, revert.to_satisfied, revert.reverts_id) == (
+        False,
+        True,
+        second.pk,
+    )
     label = VerdictLabel.objects.get(run=run, criterion_key="c1")
     assert label.satisfied is True and label.source_id == first.pk
 
 
 def test_a_replaced_change_cannot_be_reverted(judged_run, reviewer):
     run = judged_run()
-    first = override_create(run=run, criterion_key="c1", satisfied=False, note="No", reviewer=reviewer).row
+    first = override_create(
+        run=run, criterion_key="c1", satisfied=False, note="No", reviewer=reviewer
+    ).row
     review_confirm(run=run, criterion_key="c1", reviewer=reviewer)
 
     with pytest.raises(ReviewConflict):
@@ -166,7 +203,9 @@ def test_reverting_the_only_change_removes_the_label_and_the_run_shows_the_judge
     judged_run, reviewer
 ):
     run = judged_run(output=FAILING)
-    row = override_create(run=run, criterion_key="c2", satisfied=True, note="It did", reviewer=reviewer).row
+    row = override_create(
+        run=run, criterion_key="c2", satisfied=True, note="It did", reviewer=reviewer
+    ).row
     run.refresh_from_db()
     assert run.passed is True
 
@@ -189,7 +228,9 @@ def test_a_run_is_reviewed_once_every_criterion_is_labelled_and_only_then_can_be
         golden_set_mark(run=run, rubric_id=run.rubric_id, golden=True)
 
     review_confirm(run=run, criterion_key="c2", reviewer=reviewer)
-    override_create(run=run, criterion_key="c3", satisfied=False, note="Not thankful", reviewer=reviewer)
+    override_create(
+        run=run, criterion_key="c3", satisfied=False, note="Not thankful", reviewer=reviewer
+    )
 
     review.refresh_from_db()
     assert review.reviewed_at is not None and (review.labelled, review.overridden) == (3, 1)
@@ -203,7 +244,9 @@ def test_a_rescore_reuses_the_judges_verdict_never_the_humans_and_the_label_stil
     override_create(run=run, criterion_key="c2", satisfied=True, note="Gave it", reviewer=reviewer)
     calls = fake_judge.stats()["completions"]
 
-    rescore = evaluation_create(run=run, kind=Kind.RUBRIC, rubric=rubric, version=rubric.current_version)
+    rescore = evaluation_create(
+        run=run, kind=Kind.RUBRIC, rubric=rubric, version=rubric.current_version
+    )
     judge_pending()
 
     reused = CriterionVerdict.objects.get(evaluation=rescore, criterion_key="c2")
@@ -250,7 +293,12 @@ def test_overriding_an_alignment_dimension_recomputes_the_alignment_score(
     judge_score = run.alignment_score
 
     row = alignment_override_create(
-        run=run, perspective="user", dimension="intent", score=0.0, note="Missed the point", reviewer=reviewer
+        run=run,
+        perspective="user",
+        dimension="intent",
+        score=0.0,
+        note="Missed the point",
+        reviewer=reviewer,
     ).row
 
     run.refresh_from_db()

@@ -27,14 +27,18 @@ def test_two_reviewers_are_never_handed_the_same_run(judged_run, rubric, teammat
     assert claim_take(run=first, rubric=rubric, user=owner) is False
 
 
-def test_a_reviewer_with_every_run_claimed_by_others_gets_nothing(judged_run, rubric, teammate, owner):
+def test_a_reviewer_with_every_run_claimed_by_others_gets_nothing(
+    judged_run, rubric, teammate, owner
+):
     judged_run()
     claim_next(rubric=rubric, user=teammate)
 
     assert claim_next(rubric=rubric, user=owner) is None
 
 
-def test_an_expired_claim_is_handed_to_the_next_reviewer(judged_run, rubric, teammate, owner, settings):
+def test_an_expired_claim_is_handed_to_the_next_reviewer(
+    judged_run, rubric, teammate, owner, settings
+):
     settings.EVALSITE_REVIEW_CLAIM_SECONDS = 0  # every claim has already run out
     run = judged_run()
     assert claim_next(rubric=rubric, user=teammate).pk == run.pk
@@ -43,7 +47,9 @@ def test_an_expired_claim_is_handed_to_the_next_reviewer(judged_run, rubric, tea
     assert RunReview.objects.get(run=run).claimed_by == owner
 
 
-def test_next_releases_the_current_claim_and_skips_the_run_being_left(judged_run, rubric, teammate, owner):
+def test_next_releases_the_current_claim_and_skips_the_run_being_left(
+    judged_run, rubric, teammate, owner
+):
     older, newer = judged_run(), judged_run()
     assert claim_next(rubric=rubric, user=teammate).pk == newer.pk
 
@@ -53,7 +59,9 @@ def test_next_releases_the_current_claim_and_skips_the_run_being_left(judged_run
     assert claim_next(rubric=rubric, user=owner).pk == newer.pk  # released for others
 
 
-def test_reviewed_runs_are_not_handed_out_and_sink_to_the_end_of_the_queue(judged_run, rubric, teammate, reviewer):
+def test_reviewed_runs_are_not_handed_out_and_sink_to_the_end_of_the_queue(
+    judged_run, rubric, teammate, reviewer
+):
     older, newer = judged_run(), judged_run()
     review_all(newer, reviewer)
 
@@ -67,8 +75,14 @@ def test_reviewed_runs_are_not_handed_out_and_sink_to_the_end_of_the_queue(judge
 
 
 def test_the_failing_filter_keeps_runs_whose_adjusted_result_failed(judged_run, rubric, reviewer):
-    passing, failing, corrected = judged_run(), judged_run(output=FAILING), judged_run(output=FAILING)
-    override_create(run=corrected, criterion_key="c2", satisfied=True, note="it did", reviewer=reviewer)
+    passing, failing, corrected = (
+        judged_run(),
+        judged_run(output=FAILING),
+        judged_run(output=FAILING),
+    )
+    override_create(
+        run=corrected, criterion_key="c2", satisfied=True, note="it did", reviewer=reviewer
+    )
 
     page = review_queue(rubric=rubric, filters=QueueFilters(failing=True))
 
@@ -83,7 +97,9 @@ def test_the_low_confidence_filter_keeps_runs_the_judge_gave_both_verdicts(judge
     from .conftest import judge_pending
 
     steady, wavering = judged_run(), judged_run()
-    evaluation_create(run=wavering, kind=Kind.RUBRIC, rubric=rubric, version=rubric.current_version, force=True)
+    evaluation_create(
+        run=wavering, kind=Kind.RUBRIC, rubric=rubric, version=rubric.current_version, force=True
+    )
     judge_pending()
     # The fake judge is deterministic; a real one is not. Record that its first judgement of
     # c1 on this run said the opposite of the second.
@@ -96,13 +112,22 @@ def test_the_low_confidence_filter_keeps_runs_the_judge_gave_both_verdicts(judge
     assert steady.pk not in {i.run.pk for i in page.items}
 
 
-def test_the_poor_agreement_filter_keeps_runs_judged_on_flagged_criteria(judged_run, rubric, reviewer):
+def test_the_poor_agreement_filter_keeps_runs_judged_on_flagged_criteria(
+    judged_run, rubric, reviewer
+):
     labelled, other = judged_run(), judged_run(output="Order number 5, thanks.")
-    override_create(run=labelled, criterion_key="c1", satisfied=False, note="wrong refund", reviewer=reviewer)
-    flagged = [c.criterion_id for c in rubric_agreement(rubric=rubric, version=rubric.current_version).flagged]
+    override_create(
+        run=labelled, criterion_key="c1", satisfied=False, note="wrong refund", reviewer=reviewer
+    )
+    flagged = [
+        c.criterion_id
+        for c in rubric_agreement(rubric=rubric, version=rubric.current_version).flagged
+    ]
     assert flagged == ["c1"]
 
-    page = review_queue(rubric=rubric, filters=QueueFilters(poor_agreement=True), flagged_keys=flagged)
+    page = review_queue(
+        rubric=rubric, filters=QueueFilters(poor_agreement=True), flagged_keys=flagged
+    )
 
     assert {i.run.pk for i in page.items} == {labelled.pk, other.pk}
     none = review_queue(rubric=rubric, filters=QueueFilters(poor_agreement=True), flagged_keys=[])
@@ -119,7 +144,9 @@ def test_the_queue_shows_who_holds_a_claim(judged_run, rubric, teammate):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_reviewers_claiming_at_the_same_moment_each_get_a_different_run(make_user, team, make_rubric, make_run, fake_judge):
+def test_reviewers_claiming_at_the_same_moment_each_get_a_different_run(
+    make_user, team, make_rubric, make_run, fake_judge
+):
     from teams.services import membership_set
 
     from .conftest import CRITERIA, judge_pending

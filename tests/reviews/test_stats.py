@@ -1,6 +1,5 @@
 """Agreement maths against hand-computed examples (positive = satisfied, human = truth)."""
 
-
 from reviews.stats import Confusion, agreement_of, confusion_of, flip_rate, kappa
 
 

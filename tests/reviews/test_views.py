@@ -62,7 +62,10 @@ def test_next_claims_a_run_for_the_reviewer_and_another_for_a_second_reviewer(
 
     claimed = {r.url.split("/runs/")[1].strip("/").split("/")[0] for r in (first, second)}
     assert {str(pk) for pk in runs} == claimed
-    assert set(RunReview.objects.values_list("claimed_by__username", flat=True)) == {"teo", "olivia"}
+    assert set(RunReview.objects.values_list("claimed_by__username", flat=True)) == {
+        "teo",
+        "olivia",
+    }
 
 
 def test_an_empty_queue_says_so_after_next(client_for, teammate, rubric):
@@ -71,22 +74,28 @@ def test_an_empty_queue_says_so_after_next(client_for, teammate, rubric):
     assert "Nothing left to review" in response.content.decode()
 
 
-def test_agreeing_through_the_form_confirms_and_moves_the_focus_on(client_for, teammate, judged_run, rubric):
+def test_agreeing_through_the_form_confirms_and_moves_the_focus_on(
+    client_for, teammate, judged_run, rubric
+):
     run = judged_run()
 
     response = client_for(teammate).post(
-        reverse("reviews:verdict", args=[rubric.id, run.id]), {"criterion": "c1", "satisfied": "true"}
+        reverse("reviews:verdict", args=[rubric.id, run.id]),
+        {"criterion": "c1", "satisfied": "true"},
     )
 
     assert response.status_code == 302 and response.url.endswith("?focus=c2")
     assert VerdictLabel.objects.get(criterion_key="c1").satisfied is True
 
 
-def test_disagreeing_without_a_note_shows_the_error_at_the_criterion(client_for, teammate, judged_run, rubric):
+def test_disagreeing_without_a_note_shows_the_error_at_the_criterion(
+    client_for, teammate, judged_run, rubric
+):
     run = judged_run()
 
     response = client_for(teammate).post(
-        reverse("reviews:verdict", args=[rubric.id, run.id]), {"criterion": "c2", "satisfied": "false", "note": ""}
+        reverse("reviews:verdict", args=[rubric.id, run.id]),
+        {"criterion": "c2", "satisfied": "false", "note": ""},
     )
 
     assert response.status_code == 422
@@ -94,7 +103,9 @@ def test_disagreeing_without_a_note_shows_the_error_at_the_criterion(client_for,
     assert not VerdictOverride.objects.exists()
 
 
-def test_disagreeing_with_a_note_shows_both_results_and_the_history(client_for, teammate, judged_run, rubric):
+def test_disagreeing_with_a_note_shows_both_results_and_the_history(
+    client_for, teammate, judged_run, rubric
+):
     run = judged_run(output=FAILING)
     client = client_for(teammate)
 
@@ -108,18 +119,30 @@ def test_disagreeing_with_a_note_shows_both_results_and_the_history(client_for, 
     assert "Order named as 1234" in page and "Overrode the judge" in page
 
 
-def test_reverting_through_the_form_restores_the_judges_verdict(client_for, teammate, judged_run, rubric, reviewer):
+def test_reverting_through_the_form_restores_the_judges_verdict(
+    client_for, teammate, judged_run, rubric, reviewer
+):
     run = judged_run(output=FAILING)
-    row = override_create(run=run, criterion_key="c2", satisfied=True, note="yes", reviewer=reviewer).row
+    row = override_create(
+        run=run, criterion_key="c2", satisfied=True, note="yes", reviewer=reviewer
+    ).row
 
-    client_for(teammate).post(reverse("reviews:revert", args=[rubric.id, run.id]), {"change": str(row.pk)})
+    client_for(teammate).post(
+        reverse("reviews:revert", args=[rubric.id, run.id]), {"change": str(row.pk)}
+    )
 
     run.refresh_from_db()
     assert run.passed is False and not VerdictLabel.objects.exists()
 
 
-def test_criterion_text_and_output_are_escaped(client_for, teammate, make_rubric, make_run, fake_judge):
-    rubric = make_rubric(name="XSS", criteria=[{"description": 'Says "<script>alert(1)</script>"'}], alignment_mode="off")
+def test_criterion_text_and_output_are_escaped(
+    client_for, teammate, make_rubric, make_run, fake_judge
+):
+    rubric = make_rubric(
+        name="XSS",
+        criteria=[{"description": 'Says "<script>alert(1)</script>"'}],
+        alignment_mode="off",
+    )
     run = make_run(rubric=rubric.slug, output="<script>alert(2)</script>")
     judge_pending()
 
@@ -129,12 +152,17 @@ def test_criterion_text_and_output_are_escaped(client_for, teammate, make_rubric
     assert "&lt;script&gt;alert(1)" in page
 
 
-def test_a_viewer_reads_the_review_page_without_forms_and_cannot_post(client_for, viewer, judged_run, rubric):
+def test_a_viewer_reads_the_review_page_without_forms_and_cannot_post(
+    client_for, viewer, judged_run, rubric
+):
     run = judged_run()
     client = client_for(viewer)
 
     page = client.get(review_url(rubric, run))
-    posted = client.post(reverse("reviews:verdict", args=[rubric.id, run.id]), {"criterion": "c1", "satisfied": "true"})
+    posted = client.post(
+        reverse("reviews:verdict", args=[rubric.id, run.id]),
+        {"criterion": "c1", "satisfied": "true"},
+    )
 
     assert page.status_code == 200 and 'data-action="agree"' not in page.content.decode()
     assert posted.status_code == 403 and not VerdictOverride.objects.exists()
@@ -145,7 +173,8 @@ def test_forms_need_the_csrf_token(client_for, teammate, judged_run, rubric):
     run = judged_run()
 
     response = client_for(teammate, enforce_csrf=True).post(
-        reverse("reviews:verdict", args=[rubric.id, run.id]), {"criterion": "c1", "satisfied": "true"}
+        reverse("reviews:verdict", args=[rubric.id, run.id]),
+        {"criterion": "c1", "satisfied": "true"},
     )
 
     assert response.status_code == 403 and not VerdictOverride.objects.exists()
@@ -154,7 +183,9 @@ def test_forms_need_the_csrf_token(client_for, teammate, judged_run, rubric):
 def test_another_teams_pages_are_404(client_for, stranger, judged_run, rubric, api):
     run = judged_run()
     client = client_for(stranger)
-    started = api.post(f"/rubrics/{rubric.id}/consistency-checks", {"sample": 1, "repeats": 1}).json()
+    started = api.post(
+        f"/rubrics/{rubric.id}/consistency-checks", {"sample": 1, "repeats": 1}
+    ).json()
 
     for url in (
         reverse("reviews:queue", args=[rubric.id]),
@@ -167,7 +198,13 @@ def test_another_teams_pages_are_404(client_for, stranger, judged_run, rubric, a
         reverse("reviews:calibration", args=[started["id"]]),
     ):
         assert client.get(url).status_code == 404, url
-    assert client.post(reverse("reviews:verdict", args=[rubric.id, run.id]), {"criterion": "c1", "satisfied": "true"}).status_code == 404
+    assert (
+        client.post(
+            reverse("reviews:verdict", args=[rubric.id, run.id]),
+            {"criterion": "c1", "satisfied": "true"},
+        ).status_code
+        == 404
+    )
     assert client.post(reverse("reviews:next", args=[rubric.id])).status_code == 404
 
 
@@ -175,7 +212,9 @@ def test_the_agreement_page_shows_the_confusion_matrix_and_flags_low_kappa(
     client_for, teammate, judged_run, rubric, reviewer
 ):
     run = judged_run()
-    override_create(run=run, criterion_key="c1", satisfied=False, note="Not a refund", reviewer=reviewer)
+    override_create(
+        run=run, criterion_key="c1", satisfied=False, note="Not a refund", reviewer=reviewer
+    )
 
     page = client_for(teammate).get(reverse("reviews:agreement", args=[rubric.id])).content.decode()
 
@@ -194,16 +233,22 @@ def test_the_export_link_downloads_csv(client_for, teammate, judged_run, rubric,
     assert body.splitlines()[0].startswith("run_id,external_id") and len(body.splitlines()) == 2
 
 
-def test_a_golden_run_started_from_the_page_reports_on_its_own_page(client_for, teammate, judged_run, rubric, reviewer):
+def test_a_golden_run_started_from_the_page_reports_on_its_own_page(
+    client_for, teammate, judged_run, rubric, reviewer
+):
     run = judged_run()
     for key in ("c1", "c2", "c3"):
         review_confirm(run=run, criterion_key=key, reviewer=reviewer)
     client = client_for(teammate)
     client.post(reverse("reviews:golden_mark", args=[rubric.id, run.id]), {"golden": "true"})
-    assert "[c2] Gives the &quot;order number&quot;" in client.get(reverse("reviews:golden", args=[rubric.id])).content.decode()
+    assert (
+        "[c2] Gives the &quot;order number&quot;"
+        in client.get(reverse("reviews:golden", args=[rubric.id])).content.decode()
+    )
 
     started = client.post(
-        reverse("reviews:golden_start", args=[rubric.id]), {"criteria": '[c1] Mentions "refund"\n[c2] Says "sorry"'}
+        reverse("reviews:golden_start", args=[rubric.id]),
+        {"criteria": '[c1] Mentions "refund"\n[c2] Says "sorry"'},
     )
     judge_pending()
     page = client.get(started.url).content.decode()
@@ -212,15 +257,21 @@ def test_a_golden_run_started_from_the_page_reports_on_its_own_page(client_for, 
     assert "1 of 1 judgements done" in page and "reworded" in page
 
 
-def test_a_consistency_check_with_too_many_repeats_shows_the_field_error(client_for, teammate, judged_run, rubric):
+def test_a_consistency_check_with_too_many_repeats_shows_the_field_error(
+    client_for, teammate, judged_run, rubric
+):
     judged_run()
 
-    response = client_for(teammate).post(reverse("reviews:consistency_start", args=[rubric.id]), {"sample": 5, "repeats": 50})
+    response = client_for(teammate).post(
+        reverse("reviews:consistency_start", args=[rubric.id]), {"sample": 5, "repeats": 50}
+    )
 
     assert response.status_code == 422 and "Repeats: between 1 and 10" in response.content.decode()
 
 
-def test_the_run_page_panel_shows_the_judge_and_the_human_result(client_for, teammate, judged_run, reviewer):
+def test_the_run_page_panel_shows_the_judge_and_the_human_result(
+    client_for, teammate, judged_run, reviewer
+):
     run = judged_run(output=FAILING)
     override_create(run=run, criterion_key="c2", satisfied=True, note="Gave it", reviewer=reviewer)
 
@@ -229,10 +280,24 @@ def test_the_run_page_panel_shows_the_judge_and_the_human_result(client_for, tea
     assert "With reviews" in page and "overridden" in page and "Gave it" in page
 
 
-def test_the_rubric_flags_fragment_lists_low_kappa_criteria(client_for, teammate, judged_run, rubric, reviewer):
+def test_the_run_page_includes_the_review_panel_without_extra_queries(
+    client_for, teammate, judged_run
+):
+    run = judged_run()
+
+    page = client_for(teammate).get(reverse("run_detail", args=[run.id])).content.decode()
+
+    assert f'hx-get="{reverse("reviews:run_panel", args=[run.id])}"' in page
+
+
+def test_the_rubric_flags_fragment_lists_low_kappa_criteria(
+    client_for, teammate, judged_run, rubric, reviewer
+):
     run = judged_run()
     override_create(run=run, criterion_key="c1", satisfied=False, note="No", reviewer=reviewer)
 
-    page = client_for(teammate).get(reverse("reviews:rubric_flags", args=[rubric.id])).content.decode()
+    page = (
+        client_for(teammate).get(reverse("reviews:rubric_flags", args=[rubric.id])).content.decode()
+    )
 
     assert "below kappa 0.40" in page and "c1" in page

@@ -4,8 +4,7 @@ import pytest
 
 from reviews.models import VerdictLabel, VerdictOverride
 from runs.models import AgentRun
-
-from .conftest import CRITERIA, judge_pending
+from tests.reviews.conftest import CRITERIA, judge_pending
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -54,6 +53,9 @@ def test_a_reviewer_agrees_and_disagrees_with_the_keyboard(browser_page, sign_in
     with page.expect_navigation():
         page.keyboard.press("n")
     assert "older-run" in page.locator("h1").inner_text()
+
+    page.goto(f"/runs/{newer.id}/")
+    assert "With reviews" in page.get_by_test_id("review-panel").inner_text()
 
     labels = {lb.criterion_key: lb.satisfied for lb in VerdictLabel.objects.filter(run=newer)}
     assert labels == {"c1": True, "c2": False, "c3": True}
