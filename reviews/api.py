@@ -456,9 +456,7 @@ def list_overrides(
     response=with_errors({201: OverrideResultOut}, 400, 404, 409),
 )
 @_translated
-def revert_override(
-    request: HttpRequest, run_id: UUID, override_id: UUID, payload: RevertIn | None = None
-):
+def revert_override(request: HttpRequest, run_id: UUID, override_id: UUID, payload: RevertIn):
     """Undo the change in effect for one criterion: the label returns to what it was before it
     (possibly none). 409 when a newer change replaced this one."""
     c = editor(request)
@@ -467,9 +465,7 @@ def revert_override(
     if row is None or row.run_id != run.pk:
         raise Http404("No such override on this run")
     return _change_answer(
-        services.override_revert(
-            row=row, reviewer=_reviewer(c), note=payload.note if payload else ""
-        ),
+        services.override_revert(row=row, reviewer=_reviewer(c), note=payload.note),
         run,
     )
 
@@ -501,7 +497,7 @@ def create_alignment_override(request: HttpRequest, run_id: UUID, payload: Align
 )
 @_translated
 def revert_alignment_override(
-    request: HttpRequest, run_id: UUID, override_id: UUID, payload: RevertIn | None = None
+    request: HttpRequest, run_id: UUID, override_id: UUID, payload: RevertIn
 ):
     c = editor(request)
     run = _run(c, run_id)

@@ -151,7 +151,7 @@ def get(mapping: Any, key: Any) -> Any:
 @register.simple_tag
 def status_badge(status: str, label: str = "") -> str:
     dot = (
-        format_html('<span class="dot" aria-hidden="true"></span>')
+        mark_safe('<span class="dot" aria-hidden="true"></span>')  # noqa: S308 - constant markup
         if status in ("queued", "running")
         else ""
     )

@@ -297,13 +297,3 @@ def test_consistency_check_limits_are_422s_naming_the_field(api, rubric):
     assert field_locs(api.post(f"/rubrics/{rubric.id}/consistency-checks", {})) == [
         ["body", "payload", "runs"]
     ]
-
-
-def test_a_revert_needs_no_body(api, failing_run):
-    made = api.post(f"/runs/{failing_run.id}/overrides", {"criterion_id": "c1", "satisfied": True})
-    change = made.json()["override"]["id"]
-
-    r = api.client.post(f"/api/runs/{failing_run.id}/overrides/{change}/revert", headers=api.headers)
-
-    assert r.status_code == 201, r.content
-    assert r.json()["override"]["to_satisfied"] is None

@@ -301,3 +301,22 @@ def test_the_rubric_flags_fragment_lists_low_kappa_criteria(
     )
 
     assert "below kappa 0.40" in page and "c1" in page
+
+
+def test_next_ignores_a_malformed_skip_value(client_for, teammate, judged_run, rubric):
+    run = judged_run()
+
+    response = client_for(teammate).post(
+        reverse("reviews:next", args=[rubric.id]), {"skip": "not-a-uuid"}
+    )
+
+    assert response.status_code == 302 and str(run.id) in response.url
+
+
+def test_the_rubric_page_links_to_the_review_pages_and_loads_the_flags(
+    client_for, teammate, rubric
+):
+    page = client_for(teammate).get(reverse("rubric_detail", args=[rubric.id])).content.decode()
+
+    assert f'hx-get="{reverse("reviews:rubric_flags", args=[rubric.id])}"' in page
+    assert reverse("reviews:queue", args=[rubric.id]) in page
