@@ -51,12 +51,40 @@ def wait_port(port: int, timeout: float = 20) -> None:
 
 
 def prompt(i: int) -> list[dict]:
-    from runs.scoring.prompts import rubric_messages
-
+    """The same rubric prompt layout for every mode, built here so the bare mode never imports
+    runs.scoring (whose import configures litellm)."""
     output = " ".join(f"word{n}" for n in range(5)) + f" (run {i})"
-    return rubric_messages(
-        task=f"Task {i}: list the words.", system=None, output=output, criteria=CRITERIA
+    criteria = "\n".join(f"[{cid}] {text}" for cid, text in CRITERIA)
+    user = (
+        f"<task>\nTask {i}: list the words.\n</task>\n\n<output>\n{output}\n</output>\n\n"
+        f"<criteria>\n{criteria}\n</criteria>"
     )
+    return [
+        {"role": "system", "content": "You are a strict grader. Give one verdict per criterion."},
+        {"role": "user", "content": user},
+    ]
+
+
+def verdict_schema() -> dict:
+    item = {
+        "type": "object",
+        "properties": {
+            "criterion_id": {"type": "string", "enum": [cid for cid, _ in CRITERIA]},
+            "satisfied": {"type": "boolean"},
+            "reasoning": {"type": "string"},
+        },
+        "required": ["criterion_id", "satisfied", "reasoning"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {
+            "verdicts": {"type": "array", "items": item},
+            "overall_assessment": {"type": "string"},
+        },
+        "required": ["verdicts", "overall_assessment"],
+        "additionalProperties": False,
+    }
 
 
 async def run_calls(one, calls: int, concurrency: int) -> float:
@@ -72,8 +100,10 @@ async def run_calls(one, calls: int, concurrency: int) -> float:
     return time.perf_counter() - start, time.process_time() - cpu
 
 
-def bare_one(url: str, schema: dict):
+def bare_one(url: str):
     import litellm
+
+    schema = verdict_schema()
 
     async def one(i: int) -> None:
         await litellm.acompletion(
@@ -90,7 +120,6 @@ def bare_one(url: str, schema: dict):
 
 def engine_one(url: str, fast: bool):
     from runs.scoring import JudgeConfig, judge
-    from runs.scoring.prompts import rubric_schema
     from runs.scoring.rubric import validate_verdicts
 
     if not fast:  # ablation only: this is the bench patching the engine, never the tests
@@ -98,7 +127,7 @@ def engine_one(url: str, fast: bool):
         judge._unlogged = contextlib.nullcontext
     config = JudgeConfig(model="openai/bench-judge", api_base=url, api_key="bench")
     asked = dict(CRITERIA)
-    schema = rubric_schema(list(asked))
+    schema = verdict_schema()
     validate = partial(validate_verdicts, asked=asked)
 
     async def one(i: int) -> None:
@@ -110,13 +139,10 @@ def engine_one(url: str, fast: bool):
 
 
 def child(mode: str, url: str, calls: int, concurrency: int) -> None:
-    from runs.scoring.prompts import rubric_schema
-
-    if mode == "bare":
-        one = bare_one(url, rubric_schema([c for c, _ in CRITERIA]))
-    else:
-        one = engine_one(url, fast=mode == "engine")
+    one = bare_one(url) if mode == "bare" else engine_one(url, fast=mode == "engine")
     elapsed, cpu = asyncio.run(run_calls(one, calls, concurrency))
+    if mode == "bare":
+        assert "runs.scoring" not in sys.modules
     print(elapsed, cpu)
 
 

@@ -103,7 +103,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The web process and a multi-threaded worker write concurrently: WAL lets readers run
     # beside the writer, IMMEDIATE takes the write lock up front (no upgrade deadlocks) and the
     # timeout makes writers queue instead of failing with "database is locked".
-    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"]["CONN_MAX_AGE"] = 600
     DATABASES["default"]["OPTIONS"] = {
         "timeout": 30,
         "transaction_mode": "IMMEDIATE",

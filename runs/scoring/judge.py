@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import logging
 import random
-import re
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -35,6 +34,7 @@ import litellm.main
 
 from .answers import describe_problem, parse_json, repair_request, with_schema_in_prompt
 from .errors import InvalidJudgeOutput, PermanentJudgeError, TransientJudgeError
+from .failures import CONNECTION_FAILURES, TIMEOUTS, caused_by, detail, retry_after_of
 from .types import JudgeCall, JudgeConfig
 
 T = TypeVar("T")
@@ -224,80 +224,14 @@ def _cost(
 
 # --- Failure classification --------------------------------------------------------------------
 
-_NOISE = re.compile(r"^(?:litellm\.\w+:\s*)?(?:\w+Error:\s*)?(?:\w+Exception\s*-\s*)?")
 _AUTH_HELP = "set EVALSITE_JUDGE_API_KEY or the rubric's judge api_key"
-
-
-def _detail(exc: Exception) -> str:
-    """The provider's own words, without litellm's prefixes, on one line, capped."""
-    text = str(getattr(exc, "message", None) or exc)
-    text = " ".join(_NOISE.sub("", text.strip()).split())
-    return text[:300] or type(exc).__name__
-
-
-def _header(headers: Any, name: str) -> str | None:
-    try:
-        items = headers.items()
-    except AttributeError:
-        return None
-    return next((str(v) for k, v in items if str(k).lower() == name), None)
-
-
-def _seconds(value: str) -> float | None:
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:  # Retry-After may also be an HTTP date
-        from email.utils import parsedate_to_datetime
-
-        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError):
-        return None
-
-
-def retry_after_of(exc: Exception) -> float | None:
-    """Retry-After (or retry-after-ms) from the error's response headers, in seconds."""
-    response = getattr(exc, "response", None)
-    for headers in (
-        getattr(response, "headers", None),
-        getattr(exc, "litellm_response_headers", None),
-        getattr(exc, "headers", None),
-    ):
-        if not headers:
-            continue
-        millis = _header(headers, "retry-after-ms")
-        if millis is not None and (value := _seconds(millis)) is not None:
-            return value / 1000
-        plain = _header(headers, "retry-after")
-        if plain is not None and (value := _seconds(plain)) is not None:
-            return value
-    return None
-
-
-_CONNECTION_FAILURES = {"APIConnectionError", "ConnectError", "ClientConnectorError"}
-_TIMEOUTS = {"APITimeoutError", "ReadTimeout", "ConnectTimeout", "TimeoutError"}
-
-
-def _chain(exc: BaseException) -> Iterator[BaseException]:
-    """The exception and its causes: litellm reports a refused connection as a 500."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen and len(seen) < 10:
-        seen.add(id(current))
-        yield current
-        current = current.__cause__ or current.__context__
-
-
-def _caused_by(exc: Exception, names: set[str]) -> bool:
-    return any(type(e).__name__ in names for e in _chain(exc))
 
 
 def _transient(
     exc: Exception, config: JudgeConfig, status: int | None
 ) -> TransientJudgeError | None:
     where = config.api_base or "the provider's endpoint"
-    timed_out = status in (None, 408, 500) and _caused_by(exc, _TIMEOUTS)
+    timed_out = status in (None, 408, 500) and caused_by(exc, TIMEOUTS)
     if isinstance(exc, litellm.Timeout) or timed_out:
         return TransientJudgeError(
             f"judge did not answer within {config.timeout:g}s (timeout): raise the judge timeout "
@@ -307,47 +241,45 @@ def _transient(
         retry_after = retry_after_of(exc)
         hint = f", asks to retry after {retry_after:g}s" if retry_after is not None else ""
         return TransientJudgeError(
-            f"judge rate-limited the request (429{hint}): {_detail(exc)}", retry_after=retry_after
+            f"judge rate-limited the request (429{hint}): {detail(exc)}", retry_after=retry_after
         )
-    connection = isinstance(exc, litellm.APIConnectionError) or _caused_by(
-        exc, _CONNECTION_FAILURES
-    )
+    connection = isinstance(exc, litellm.APIConnectionError) or caused_by(exc, CONNECTION_FAILURES)
     if connection and status in (None, 500):
         return TransientJudgeError(
-            f"could not reach the judge at {where}: {_detail(exc)}; is it running, and is the "
+            f"could not reach the judge at {where}: {detail(exc)}; is it running, and is the "
             "api_base right?"
         )
     if status is not None and (status >= 500 or status in (408, 409)):
-        return TransientJudgeError(f"judge server error ({status}): {_detail(exc)}")
+        return TransientJudgeError(f"judge server error ({status}): {detail(exc)}")
     return None
 
 
 def _permanent(exc: Exception, config: JudgeConfig, status: int | None) -> PermanentJudgeError:
-    detail = _detail(exc)
+    said = detail(exc)
     if isinstance(exc, litellm.ContextWindowExceededError):
         return PermanentJudgeError(
-            f"the prompt does not fit the judge model's context window ({detail}): use a judge "
+            f"the prompt does not fit the judge model's context window ({said}): use a judge "
             "model with a larger context"
         )
     if isinstance(exc, litellm.AuthenticationError) or status == 401:
-        return PermanentJudgeError(f"judge rejected the API key (401) — {_AUTH_HELP} ({detail})")
+        return PermanentJudgeError(f"judge rejected the API key (401) — {_AUTH_HELP} ({said})")
     if isinstance(exc, litellm.PermissionDeniedError) or status == 403:
         return PermanentJudgeError(
             f"judge refused access (403) to model {config.model!r}: check that the API key may "
-            f"use this model ({detail})"
+            f"use this model ({said})"
         )
     if isinstance(exc, litellm.NotFoundError) or status == 404:
         return PermanentJudgeError(
             f"judge model {config.model!r} not found (404) at "
             f"{config.api_base or 'its provider'}: check the litellm model string and the "
-            f"api_base ({detail})"
+            f"api_base ({said})"
         )
     if isinstance(exc, litellm.BadRequestError) or status in (400, 422):
         return PermanentJudgeError(
-            f"judge rejected the request ({status or 400}): {detail}; check the judge model "
+            f"judge rejected the request ({status or 400}): {said}; check the judge model "
             "string and its parameters (temperature, max_tokens, extra)"
         )
-    return PermanentJudgeError(f"judge call failed: {type(exc).__name__}: {detail}")
+    return PermanentJudgeError(f"judge call failed: {type(exc).__name__}: {said}")
 
 
 def classify_exception(

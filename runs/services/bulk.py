@@ -11,7 +11,7 @@ from teams.models import Team
 
 from ..models import AgentRun
 from ..payloads import RunPayload
-from .ingest import RunConflict, RunTooLarge, RunValidationError, run_ingest
+from .ingest import RunConflict, RunValidationError, runs_ingest_many
 
 MAX_BULK_RUNS = 1000
 
@@ -38,13 +38,10 @@ def runs_ingest_bulk(*, team: Team, items: list[Any]) -> list[tuple[AgentRun, bo
         }
         raise BulkValidationError([error], len(items))
     payloads, errors = _parse(items)
-    results: list[tuple[AgentRun, bool]] = []
     with transaction.atomic():
-        for index, payload in payloads:
-            try:
-                results.append(run_ingest(team=team, payload=payload))
-            except (RunValidationError, RunTooLarge, RunConflict) as exc:
-                errors.extend(_item_errors(index, exc))
+        results, failures = runs_ingest_many(team=team, payloads=[p for _, p in payloads])
+        for position, exc in failures:
+            errors.extend(_item_errors(payloads[position][0], exc))
         if errors:
             # Discards the rows and their on_commit enqueues alike.
             transaction.set_rollback(True)

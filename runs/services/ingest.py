@@ -16,7 +16,7 @@ from teams.models import Team
 
 from ..models import AgentRun, Evaluation, Kind, Status
 from ..payloads import RunPayload
-from .evaluations import evaluation_create, evaluations_enqueue
+from .evaluations import evaluation_build, evaluations_enqueue
 
 
 class RunValidationError(ValueError):
@@ -97,7 +97,7 @@ def run_ingest(
     """
     _check_size(payload)
     rubric = _resolve_rubric(team, payload)
-    digest = canonical_hash(payload.content() | {"rubric": payload.rubric, "alignment": payload.alignment})
+    digest = _digest(payload)
     if payload.external_id:
         existing = AgentRun.objects.filter(team=team, external_id=payload.external_id).first()
         if existing is not None:
@@ -112,22 +112,30 @@ def run_ingest(
     return run, True
 
 
+def _digest(payload: RunPayload) -> str:
+    return canonical_hash(
+        payload.content() | {"rubric": payload.rubric, "alignment": payload.alignment}
+    )
+
+
 def _same_or_conflict(existing: AgentRun, digest: str) -> AgentRun:
     if existing.content_hash != digest:
         raise RunConflict(existing)
     return existing
 
 
-def _create_run(
+def _build_run(
     team: Team,
     payload: RunPayload,
     rubric: Rubric | None,
     digest: str,
     inline_criteria: list[dict[str, Any]] | None,
-) -> AgentRun:
+) -> tuple[AgentRun, list[Evaluation]]:
+    """The unsaved run and its unsaved queued evaluations."""
     messages = _messages(payload)
     output = _output(payload)
-    run = AgentRun.objects.create(
+    run = AgentRun(
+        id=uuid.uuid4(),
         team=team,
         external_id=payload.external_id,
         agent=payload.agent,
@@ -143,11 +151,28 @@ def _create_run(
         alignment_mode=payload.alignment or (rubric.alignment_mode if rubric else AlignmentMode.OFF),
     )
     evaluations = _initial_evaluations(run, payload, rubric, inline_criteria)
-    if evaluations:
-        AgentRun.objects.filter(pk=run.pk).update(status=Status.QUEUED)
-        run.status = Status.QUEUED
-        evaluations_enqueue(e.id for e in evaluations)
-    return run
+    run.status = Status.QUEUED if evaluations else Status.SUCCEEDED
+    return run, evaluations
+
+
+def _store(built: list[tuple[AgentRun, list[Evaluation]]]) -> None:
+    """Insert runs and evaluations with a fixed number of queries; enqueue after commit."""
+    AgentRun.objects.bulk_create([run for run, _ in built])
+    evaluations = [e for _, es in built for e in es]
+    Evaluation.objects.bulk_create(evaluations)
+    evaluations_enqueue(e.id for e in evaluations)
+
+
+def _create_run(
+    team: Team,
+    payload: RunPayload,
+    rubric: Rubric | None,
+    digest: str,
+    inline_criteria: list[dict[str, Any]] | None,
+) -> AgentRun:
+    built = _build_run(team, payload, rubric, digest, inline_criteria)
+    _store([built])
+    return built[0]
 
 
 def _initial_evaluations(
@@ -159,25 +184,81 @@ def _initial_evaluations(
     out = []
     if inline_criteria is not None:
         out.append(
-            evaluation_create(run=run, kind=Kind.RUBRIC, rubric=rubric, inline_criteria=inline_criteria)
+            evaluation_build(run=run, kind=Kind.RUBRIC, rubric=rubric, inline_criteria=inline_criteria)
         )
     elif rubric is not None and rubric.current_version_id:
         out.append(
-            evaluation_create(run=run, kind=Kind.RUBRIC, rubric=rubric, version=rubric.current_version)
+            evaluation_build(run=run, kind=Kind.RUBRIC, rubric=rubric, version=rubric.current_version)
         )
     else:
-        criteria, source = resolve_criteria(
+        criteria, _ = resolve_criteria(
             None, payload.request_context, payload.metadata, payload.input.model_dump(mode="json")
         )
         if criteria:
             inline = [{"description": c.description, "required": c.required} for c in criteria]
             out.append(
-                evaluation_create(run=run, kind=Kind.RUBRIC, rubric=rubric, inline_criteria=inline)
+                evaluation_build(run=run, kind=Kind.RUBRIC, rubric=rubric, inline_criteria=inline)
             )
     if run.alignment_mode != AlignmentMode.OFF:
         out.append(
-            evaluation_create(
+            evaluation_build(
                 run=run, kind=Kind.ALIGNMENT, rubric=rubric, alignment_mode=run.alignment_mode
             )
         )
     return out
+
+
+def runs_ingest_many(
+    *, team: Team, payloads: list[RunPayload]
+) -> tuple[list[tuple[AgentRun, bool]], list[tuple[int, Exception]]]:
+    """Ingest many runs with a fixed number of queries (bulk inserts, one enqueue pass).
+
+    Returns (run, created) per payload in order, and the (index, error) of every payload that
+    is invalid (unknown rubric, too large, conflicting external_id). The caller decides whether
+    errors roll the whole call back; it must call this inside ``transaction.atomic()``.
+    Payloads repeating an external_id (with the same content) map to one run.
+    """
+    rubrics: dict[str, Rubric | None] = {}
+    existing = _existing_runs(team, payloads)
+    results: list[tuple[AgentRun, bool] | None] = []
+    errors: list[tuple[int, Exception]] = []
+    built: list[tuple[AgentRun, list[Evaluation]]] = []
+    for index, payload in enumerate(payloads):
+        try:
+            _check_size(payload)
+            rubric = _cached_rubric(team, payload, rubrics)
+            digest = _digest(payload)
+            known = existing.get(payload.external_id) if payload.external_id else None
+            if known is not None:
+                results.append((_same_or_conflict(known, digest), False))
+                continue
+            run, evaluations = _build_run(team, payload, rubric, digest, None)
+        except (RunValidationError, RunTooLarge, RunConflict) as exc:
+            errors.append((index, exc))
+            results.append(None)
+            continue
+        if payload.external_id:
+            existing[payload.external_id] = run
+        built.append((run, evaluations))
+        results.append((run, True))
+    if not errors and built:
+        _store(built)
+    return [r for r in results if r is not None], errors
+
+
+def _existing_runs(team: Team, payloads: list[RunPayload]) -> dict[str, AgentRun]:
+    ids = {p.external_id for p in payloads if p.external_id}
+    if not ids:
+        return {}
+    return {
+        r.external_id: r
+        for r in AgentRun.objects.filter(team=team, external_id__in=ids)
+        if r.external_id
+    }
+
+
+def _cached_rubric(team: Team, payload: RunPayload, cache: dict[str, Rubric | None]) -> Rubric | None:
+    key = f"{payload.rubric}|{payload.request_context.get('rubric') if payload.rubric is None else ''}"
+    if key not in cache:
+        cache[key] = _resolve_rubric(team, payload)
+    return cache[key]

@@ -11,11 +11,13 @@ batch is pending, and the webhook (if any) fires then, once.
 
 Fairness: a batch's evaluations are created *held* (``Evaluation.held``): not in the broker.
 The dispatcher releases at most ``batch.window`` (EVALSITE_BATCH_WINDOW at creation) of a
-batch's evaluations at a time and tops the
-batch up whenever one of its evaluations ends, so every active batch keeps the same number of
-messages in flight: batches interleave with each other and with freshly ingested runs (which
+batch's evaluations at a time and tops the batch up as its evaluations end (by half windows),
+so every active batch keeps about the same number of messages in flight: batches interleave with each other and with freshly ingested runs (which
 go straight to the broker) instead of being served first-come. The sweeper never sends held
 rows; it calls ``batches_sweep`` to refill windows and end batches a dead worker left behind.
+
+Creating and estimating live here; releasing, ending and cancelling in rescore_dispatch (all
+re-exported here); the webhook in rescore_webhook.
 
 Concurrency: creating evaluations relies on the ``evaluation_one_pending_per_version_judge``
 constraint (a run never gets two pending evaluations for one version and judge, whatever races);
@@ -26,17 +28,16 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import URLValidator
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Q, QuerySet
-from django.utils import timezone
+from django.db.models import QuerySet
 
 from rubrics.models import Criterion, Rubric, RubricVersion
 from runs.scoring import Criterion as CriterionSpec
@@ -46,7 +47,6 @@ from teams.models import Team
 from ..models import (
     PENDING_STATUSES,
     AgentRun,
-    BatchStatus,
     CriterionVerdict,
     Evaluation,
     Kind,
@@ -54,13 +54,33 @@ from ..models import (
     Status,
 )
 from .estimates import rubric_call_tokens
-from .evaluations import evaluation_build, evaluations_enqueue, judge_config_for
+from .evaluations import evaluation_build, judge_config_for
 from .execute import judge_for
-from .results import run_refresh
+from .rescore_dispatch import (
+    batch_cancel,
+    batch_dispatch,
+    batch_evaluation_finished,
+    batch_finish_if_done,
+    batches_sweep,
+)
 
 logger = logging.getLogger(__name__)
 
-ACTIVE = (BatchStatus.QUEUED, BatchStatus.RUNNING)
+__all__ = [
+    "Estimate",
+    "RescoreScope",
+    "RescoreValidationError",
+    "batch_cancel",
+    "batch_create",
+    "batch_dispatch",
+    "batch_estimate",
+    "batch_evaluation_finished",
+    "batch_finish_if_done",
+    "batches_sweep",
+    "estimate_needs_confirmation",
+    "run_rescore",
+    "run_rescore_estimate",
+]
 CHUNK = 500  # ids per IN (...) clause: well under SQLite's variable limit
 
 
@@ -144,16 +164,24 @@ def _target_version(rubric: Rubric, number: int | None) -> RubricVersion:
 def _scope_runs(team: Team, rubric: Rubric, scope: RescoreScope) -> QuerySet[AgentRun]:
     if scope.runs is not None:
         return AgentRun.objects.filter(team=team, pk__in=scope.runs)
+    from pydantic import ValidationError
+
     from ..selectors import RunFilters, runs_matching
 
-    filters = RunFilters(
-        rubric=str(rubric.pk),
-        version=scope.version,
-        passed=False if scope.failed_only else None,
-        failing_criterion=scope.criterion,
-        since=scope.since,
-        until=scope.until,
-    )
+    try:
+        filters = RunFilters(
+            rubric=str(rubric.pk),
+            version=scope.version,
+            passed=False if scope.failed_only else None,
+            failing_criterion=scope.criterion,
+            since=scope.since,
+            until=scope.until,
+        )
+    except ValidationError as exc:
+        names = {"failing_criterion": "criterion_id"}
+        raise RescoreValidationError(
+            {names.get(str(e["loc"][0]), str(e["loc"][0])): e["msg"] for e in exc.errors()}
+        ) from exc
     return runs_matching(team=team, filters=filters)
 
 
@@ -484,166 +512,3 @@ def run_rescore_estimate(
         team=run.team, rubric=rubric, scope=RescoreScope(runs=(run.pk,)),
         target_version=target_version, judge=judge, force=force,
     )  # fmt: skip
-
-
-# --- Dispatch and lifecycle ----------------------------------------------------------------------
-
-
-def batch_dispatch(*, batch_id: Any) -> int:
-    """Release held evaluations of one batch until ``batch.window`` of them are in the broker
-    or running; they are published when this commits. Returns how many were released.
-
-    The batch row is locked while counting, so concurrent top-ups never exceed the window."""
-    with transaction.atomic():
-        batch = (
-            RescoreBatch.objects.select_for_update()
-            .filter(pk=batch_id, finished_at__isnull=True, cancelled_at__isnull=True)
-            .first()
-        )
-        if batch is None:
-            return 0
-        mine = Evaluation.objects.filter(batch_id=batch_id)
-        outstanding = mine.filter(held=False, status__in=PENDING_STATUSES).count()
-        room = batch.window - outstanding
-        if room <= 0:
-            return 0
-        ids = list(
-            mine.filter(held=True, status=Status.QUEUED)
-            .order_by("created_at", "id")
-            .values_list("id", flat=True)[:room]
-        )
-        if not ids:
-            return 0
-        released = mine.filter(pk__in=ids, held=True, status=Status.QUEUED).update(held=False)
-        if batch.status == BatchStatus.QUEUED:
-            RescoreBatch.objects.filter(pk=batch_id, status=BatchStatus.QUEUED).update(
-                status=BatchStatus.RUNNING, started_at=timezone.now()
-            )
-        evaluations_enqueue(ids)
-    return released
-
-
-def batch_finish_if_done(*, batch_id: Any) -> bool:
-    """End the batch when none of its evaluations is pending (compare-and-set: once). Safe to
-    call any time from anywhere; True when the batch is (now) finished."""
-    if Evaluation.objects.filter(batch_id=batch_id, status__in=PENDING_STATUSES).exists():
-        return False
-    batch = RescoreBatch.objects.filter(pk=batch_id).only("finished_at", "cancelled_at").first()
-    if batch is None:
-        return False
-    if batch.finished_at is not None:
-        return True
-    failed = Evaluation.objects.filter(batch_id=batch_id, status=Status.FAILED).exists()
-    if batch.cancelled_at is not None:
-        status = BatchStatus.CANCELLED
-    else:
-        status = BatchStatus.COMPLETED_WITH_FAILURES if failed else BatchStatus.COMPLETED
-    now = timezone.now()
-    with transaction.atomic():
-        ended = RescoreBatch.objects.filter(pk=batch_id, finished_at__isnull=True).update(
-            status=status, finished_at=now
-        )
-        RescoreBatch.objects.filter(pk=batch_id, started_at__isnull=True).update(started_at=now)
-        if ended:
-            transaction.on_commit(lambda: _send_webhook(batch_id), robust=True)
-    return True
-
-
-def batch_evaluation_finished(*, batch_id: Any) -> None:
-    """Called by the worker after an evaluation of the batch ended (results.py, on commit):
-    end the batch after its last evaluation, else refill its window once half of it is free.
-
-    Refilling by half windows takes the batch lock once per window/2 evaluations instead of
-    once per evaluation (on SQLite every lock is the database's single write lock)."""
-    window = RescoreBatch.objects.filter(pk=batch_id).values_list("window", flat=True).first()
-    if window is None:
-        return
-    pending = Evaluation.objects.filter(batch_id=batch_id, status__in=PENDING_STATUSES).aggregate(
-        released=Count("id", filter=Q(held=False)), held=Count("id", filter=Q(held=True))
-    )
-    if not pending["released"] and not pending["held"]:
-        batch_finish_if_done(batch_id=batch_id)
-    elif pending["held"] and pending["released"] <= window // 2:
-        batch_dispatch(batch_id=batch_id)
-
-
-def batch_cancel(*, batch: RescoreBatch) -> RescoreBatch:
-    """Cancel queued work (compare-and-set: a claimed evaluation is left to finish); the batch
-    is ``cancelled`` at once and ends when its running evaluations have finished. Cancelling
-    an ended batch changes nothing."""
-    now = timezone.now()
-    with transaction.atomic():
-        changed = RescoreBatch.objects.filter(
-            pk=batch.pk, finished_at__isnull=True, cancelled_at__isnull=True
-        ).update(status=BatchStatus.CANCELLED, cancelled_at=now)
-    if changed:
-        _cancel_queued(batch.pk, now)
-        batch_finish_if_done(batch_id=batch.pk)
-    batch.refresh_from_db()
-    return batch
-
-
-def _cancel_queued(batch_id: Any, now: datetime) -> int:
-    queued = Evaluation.objects.filter(batch_id=batch_id, status=Status.QUEUED)
-    run_ids = list(queued.values_list("run_id", flat=True))
-    cancelled = queued.update(
-        status=Status.CANCELLED, held=False, not_before=None, finished_at=now,
-        error="cancelled with its re-score batch",
-    )  # fmt: skip
-    _refresh_runs(run_ids)
-    return cancelled
-
-
-def _refresh_runs(run_ids: Iterable[Any]) -> None:
-    """Recompute the runs' denormalised status, each under its row lock like results.py."""
-    for chunk in _chunks(sorted(set(run_ids), key=str)):
-        with transaction.atomic():
-            list(
-                AgentRun.objects.select_for_update()
-                .filter(pk__in=chunk)
-                .order_by("pk")
-                .values_list("pk")
-            )
-            for run_id in chunk:
-                run_refresh(run_id)
-
-
-def batches_sweep(*, now: datetime | None = None) -> int:
-    """The sweeper's share: for every unfinished batch, cancel what a cancel left queued (a
-    lease expired after it), end it if nothing is pending, else refill its window; resend
-    webhooks a broker outage dropped. Returns how many evaluations were released."""
-    now = now or timezone.now()
-    released = 0
-    unfinished = RescoreBatch.objects.filter(finished_at__isnull=True).order_by("created_at")
-    for batch_id, cancelled_at in unfinished.values_list("id", "cancelled_at"):
-        if cancelled_at is not None:
-            _cancel_queued(batch_id, now)
-        if not batch_finish_if_done(batch_id=batch_id):
-            released += batch_dispatch(batch_id=batch_id)
-    _resend_webhooks(now)
-    return released
-
-
-# --- Webhook ------------------------------------------------------------------------------------
-
-
-def _send_webhook(batch_id: Any) -> None:
-    if RescoreBatch.objects.filter(pk=batch_id).exclude(webhook_url="").exists():
-        from ..tasks import batch_webhook
-
-        batch_webhook.delay(str(batch_id))
-
-
-def _resend_webhooks(now: datetime) -> None:
-    """A webhook whose first message the broker never got: send it again after a minute."""
-    lost = RescoreBatch.objects.filter(
-        finished_at__lt=now - timedelta(seconds=60),
-        webhook_delivered_at__isnull=True,
-        webhook_attempts=0,
-    ).exclude(webhook_url="")
-    for batch_id in lost.values_list("id", flat=True)[:100]:
-        try:
-            _send_webhook(batch_id)
-        except Exception:  # noqa: BLE001 - broker still down: the next sweep tries again
-            logger.warning("could not enqueue the webhook of batch %s", batch_id)
-            return

@@ -63,7 +63,7 @@ def _batch_hook(evaluation: Evaluation) -> None:
     batch_id = evaluation.batch_id
     if batch_id is None:
         return
-    from .rescore import batch_evaluation_finished
+    from .rescore_dispatch import batch_evaluation_finished
 
     transaction.on_commit(lambda: batch_evaluation_finished(batch_id=batch_id), robust=True)
 

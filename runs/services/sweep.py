@@ -38,7 +38,7 @@ def evaluations_sweep(*, now=None) -> SweepReport:
     resent = _resend_queued(now)
     # Re-score batches: refill their windows and end the ones whose work is all done, in case a
     # worker died between finishing an evaluation and doing so itself.
-    from .rescore import batches_sweep
+    from .rescore_dispatch import batches_sweep
 
     dispatched = batches_sweep(now=now)
     if expired or failed or resent or dispatched:

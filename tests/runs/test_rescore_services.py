@@ -232,6 +232,8 @@ def test_the_filters_pick_the_rubrics_failed_runs_in_the_date_range(team, rubric
         ({"webhook_url": "ftp://example.com/hook"}, "webhook_url"),
         ({"scope": RescoreScope(runs=())}, "runs"),
         ({"scope": RescoreScope(runs=(uuid.uuid4(),), failed_only=True)}, "runs"),
+        ({"scope": RescoreScope(criterion="x" * 40)}, "criterion_id"),
+        ({"scope": RescoreScope(version=0)}, "version"),
     ],
 )
 def test_invalid_requests_name_the_field(team, rubric, bare_runs, kwargs, field):
