@@ -166,7 +166,9 @@ if CELERY_BROKER_URL.startswith("filesystem"):
 elif CELERY_BROKER_URL.startswith(("redis", "rediss")):
     # A message whose worker died is redelivered after this; the lease sweeper usually
     # rescues the evaluation sooner, and the compare-and-set claim makes the late copy a no-op.
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("EVALSITE_VISIBILITY_TIMEOUT", 900)}
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": env_int("EVALSITE_VISIBILITY_TIMEOUT", 900)
+    }
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True

@@ -31,7 +31,7 @@ def _remove_stale_sessions() -> None:
                 pass
 
 
-if RUN_ID == str(os.getpid()):
+if str(os.getpid()) == RUN_ID:
     _remove_stale_sessions()
 
 from .settings import *  # noqa: E402,F403
@@ -40,6 +40,8 @@ from .settings import DATABASES  # noqa: E402
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast test users
 CELERY_TASK_DEFAULT_QUEUE = f"evalsite-test-{RUN_ID}"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    DATABASES["default"]["TEST"] = {"NAME": os.path.join(os.environ["EVALSITE_DATA_DIR"], "test.sqlite3")}
+    DATABASES["default"]["TEST"] = {
+        "NAME": os.path.join(os.environ["EVALSITE_DATA_DIR"], "test.sqlite3")
+    }
 else:
     DATABASES["default"]["TEST"] = {"NAME": f"test_evalsite_{RUN_ID}"}

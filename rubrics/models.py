@@ -93,7 +93,9 @@ class Criterion(models.Model):
         ordering = ["version", "position"]
         constraints = [
             models.UniqueConstraint(fields=["version", "key"], name="criterion_unique_key"),
-            models.UniqueConstraint(fields=["version", "position"], name="criterion_unique_position"),
+            models.UniqueConstraint(
+                fields=["version", "position"], name="criterion_unique_position"
+            ),
         ]
 
     def __str__(self) -> str:

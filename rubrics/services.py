@@ -55,7 +55,11 @@ def criteria_from_any(value: Any) -> list[CriterionInput]:
         return []
     if isinstance(value, list) and all(isinstance(v, CriterionInput) for v in value):
         return list(value)
-    keys = [v.get("key") or v.get("id") if isinstance(v, dict) else None for v in value] if isinstance(value, list) else []
+    keys = (
+        [v.get("key") or v.get("id") if isinstance(v, dict) else None for v in value]
+        if isinstance(value, list)
+        else []
+    )
     try:
         specs: list[CriterionSpec] = coerce_criteria(value)
     except (TypeError, ValueError) as exc:
@@ -218,9 +222,7 @@ def _assign_keys(rubric: Rubric, criteria: Sequence[CriterionInput]) -> list[Cri
             c.description.strip(): c.key
             for c in Criterion.objects.filter(version_id=rubric.current_version_id)
         }
-    used = set(
-        Criterion.objects.filter(version__rubric=rubric).values_list("key", flat=True)
-    )
+    used = set(Criterion.objects.filter(version__rubric=rubric).values_list("key", flat=True))
     taken = {c.key for c in criteria if c.key}
     out = []
     for c in criteria:
@@ -356,7 +358,9 @@ def rubric_try(*, rubric: Rubric, criteria: Sequence[CriterionInput], run: Any) 
         reuse={},
     )
     try:
-        return TryOutcome(result=run_judged(coroutine, timeout=judge.timeout * (judge.retries + 2) + 5))
+        return TryOutcome(
+            result=run_judged(coroutine, timeout=judge.timeout * (judge.retries + 2) + 5)
+        )
     except (JudgeError, ScoringInputError) as exc:
         return TryOutcome(error=str(exc))
     except TimeoutError:

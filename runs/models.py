@@ -28,7 +28,8 @@ class Kind(models.TextChoices):
 class AgentRun(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="runs")
-    external_id = models.CharField(max_length=200, null=True, blank=True)
+    # NULL, not "", when absent: the unique constraint applies only to given ids.
+    external_id = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
     agent = models.CharField(max_length=200, blank=True)
     input = models.JSONField(default=dict)
     output = models.JSONField(default=str)
@@ -80,7 +81,9 @@ class AgentRun(models.Model):
             # Home page pass rates and the rubric list's 30-day counts: an index-only scan of
             # the window (PostgreSQL reads rubric and passed from the index, not the wide rows).
             models.Index(
-                fields=["team", "created_at"], include=["rubric", "passed"], name="run_team_day_result"
+                fields=["team", "created_at"],
+                include=["rubric", "passed"],
+                name="run_team_day_result",
             ),
         ]
 
@@ -109,7 +112,7 @@ class RescoreBatch(models.Model):
     )
     estimate = models.JSONField(default=dict)
     total = models.PositiveIntegerField(default=0)
-    idempotency_key = models.CharField(max_length=200, null=True, blank=True)
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
     webhook_url = models.URLField(blank=True)
     webhook_delivered_at = models.DateTimeField(null=True, blank=True)
     webhook_attempts = models.PositiveIntegerField(default=0)
@@ -135,6 +138,9 @@ class RescoreBatch(models.Model):
                 name="batch_unique_idempotency_key",
             ),
         ]
+
+    def __str__(self) -> str:
+        return f"re-score batch {self.id} ({self.status})"
 
 
 class Evaluation(models.Model):
@@ -208,7 +214,9 @@ class Evaluation(models.Model):
         ordering = ["-created_at"]
         constraints = [
             models.CheckConstraint(
-                condition=Q(kind="alignment") | Q(rubric__isnull=False) | Q(inline_criteria__isnull=False),
+                condition=Q(kind="alignment")
+                | Q(rubric__isnull=False)
+                | Q(inline_criteria__isnull=False),
                 name="evaluation_rubric_has_criteria_source",
             ),
             # A run never has two pending rubric evaluations for the same version and judge:
@@ -233,11 +241,22 @@ class Evaluation(models.Model):
             # from the index alone (the rows carry the judge's prompts and are wide).
             models.Index(
                 fields=["team", "created_at"],
-                include=["kind", "status", "is_current", "band", "prompt_tokens", "completion_tokens", "cost", "judge_calls"],
+                include=[
+                    "kind",
+                    "status",
+                    "is_current",
+                    "band",
+                    "prompt_tokens",
+                    "completion_tokens",
+                    "cost",
+                    "judge_calls",
+                ],
                 name="eval_team_day_usage",
             ),
             # Rubric editor: distinct runs judged on each version.
-            models.Index(fields=["rubric_version", "status"], include=["run"], name="eval_version_runs"),
+            models.Index(
+                fields=["rubric_version", "status"], include=["run"], name="eval_version_runs"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -250,7 +269,9 @@ class CriterionVerdict(models.Model):
     # Denormalised from the evaluation for the failing-criterion filter (a narrow index).
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
     run = models.ForeignKey(AgentRun, on_delete=models.CASCADE, related_name="verdicts")
-    rubric = models.ForeignKey(Rubric, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    rubric = models.ForeignKey(
+        Rubric, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
     run_created_at = models.DateTimeField()
     is_current = models.BooleanField(default=False)
     criterion = models.ForeignKey(
@@ -277,14 +298,26 @@ class CriterionVerdict(models.Model):
         indexes = [
             # "Runs failing criterion X of rubric Y, newest first" and per-criterion failure rates.
             models.Index(
-                fields=["team", "rubric", "criterion_key", "is_current", "satisfied", "-run_created_at"],
+                fields=[
+                    "team",
+                    "rubric",
+                    "criterion_key",
+                    "is_current",
+                    "satisfied",
+                    "-run_created_at",
+                ],
                 name="verdict_failing_criterion",
             ),
             # Verdict reuse: look up a prior verdict by key.
             models.Index(fields=["team", "verdict_key"], name="verdict_reuse_key"),
             # Failed-criteria review: failure counts per criterion of one version (index-only).
-            models.Index(fields=["criterion", "is_current", "satisfied"], name="verdict_criterion_stats"),
+            models.Index(
+                fields=["criterion", "is_current", "satisfied"], name="verdict_criterion_stats"
+            ),
         ]
+
+    def __str__(self) -> str:
+        return f"[{self.criterion_key}] {'✅' if self.satisfied else '❌'} {self.description[:60]}"
 
 
 class Perspective(models.TextChoices):
@@ -335,3 +368,6 @@ class AlignmentBreakdown(models.Model):
                 )
             ],
         ]
+
+    def __str__(self) -> str:
+        return f"{self.perspective} alignment {self.weighted_score:.2f}"

@@ -251,8 +251,12 @@ def _after(cursor: str, *, oldest: bool = False) -> Q:
     # The redundant bound on created_at alone is what lets PostgreSQL start the index scan at
     # the cursor; with only the OR it walks the index from the top (slow on deep pages).
     if oldest:
-        return Q(created_at__gte=created) & (Q(created_at__gt=created) | Q(created_at=created, id__gt=run_id))
-    return Q(created_at__lte=created) & (Q(created_at__lt=created) | Q(created_at=created, id__lt=run_id))
+        return Q(created_at__gte=created) & (
+            Q(created_at__gt=created) | Q(created_at=created, id__gt=run_id)
+        )
+    return Q(created_at__lte=created) & (
+        Q(created_at__lt=created) | Q(created_at=created, id__lt=run_id)
+    )
 
 
 def run_get(*, team: Team, run_id: Any) -> AgentRun | None:
@@ -475,7 +479,10 @@ def _pass_rate_series(overview: HomeOverview, rows: list[dict[str, Any]]) -> dic
         overview.passed_total += row["n"] if row["passed"] else 0
         if row["rubric_id"] is not None:
             passed, judged = series.setdefault(row["rubric_id"], {}).get(row["day"], (0, 0))
-            series[row["rubric_id"]][row["day"]] = (passed + (row["n"] if row["passed"] else 0), judged + row["n"])
+            series[row["rubric_id"]][row["day"]] = (
+                passed + (row["n"] if row["passed"] else 0),
+                judged + row["n"],
+            )
     return series
 
 

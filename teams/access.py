@@ -39,7 +39,9 @@ def editor_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResp
     @team_required
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not request.membership.can_edit:  # type: ignore[attr-defined]
-            raise PermissionDenied("Your role in this team is viewer: ask an owner for edit rights.")
+            raise PermissionDenied(
+                "Your role in this team is viewer: ask an owner for edit rights."
+            )
         return view(request, *args, **kwargs)
 
     return wrapper

@@ -28,8 +28,13 @@ ROOT = Path(__file__).resolve().parent.parent
 FAKE_MODEL = "openai/fake-judge"
 
 
-def wait_for(predicate: Callable[[], Any], *, timeout: float = 30.0, interval: float = 0.05,
-             message: str = "condition") -> Any:
+def wait_for(
+    predicate: Callable[[], Any],
+    *,
+    timeout: float = 30.0,
+    interval: float = 0.05,
+    message: str = "condition",
+) -> Any:
     """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while True:
@@ -152,7 +157,10 @@ def make_rubric(team) -> Callable[..., Any]:
 
     def make(name: str = "Support quality", criteria: Any = None, team=team, **kwargs: Any):
         return rubric_create(
-            team=team, name=name, criteria=SUPPORT_CRITERIA if criteria is None else criteria, **kwargs
+            team=team,
+            name=name,
+            criteria=SUPPORT_CRITERIA if criteria is None else criteria,
+            **kwargs,
         )
 
     return make

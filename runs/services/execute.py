@@ -66,7 +66,9 @@ def evaluation_claim(*, evaluation_id: str) -> tuple[Evaluation, uuid.UUID] | No
     if not claimed:
         return None
     evaluation = Evaluation.objects.select_related("run", "rubric_version").get(id=evaluation_id)
-    AgentRun.objects.filter(pk=evaluation.run_id, status=Status.QUEUED).update(status=Status.RUNNING)
+    AgentRun.objects.filter(pk=evaluation.run_id, status=Status.QUEUED).update(
+        status=Status.RUNNING
+    )
     return evaluation, token
 
 
@@ -90,11 +92,15 @@ def _criteria(evaluation: Evaluation) -> tuple[list[CriterionSpec], dict[str, An
     """The criteria to judge and a map from criterion key to its stored row id."""
     if evaluation.rubric_version_id:
         rows = list(evaluation.rubric_version.criteria.order_by("position"))  # type: ignore[union-attr]
-        specs = [CriterionSpec(id=c.key, description=c.description, required=c.required) for c in rows]
+        specs = [
+            CriterionSpec(id=c.key, description=c.description, required=c.required) for c in rows
+        ]
         return specs, {c.key: c.id for c in rows}
     items = evaluation.inline_criteria or []
     specs = [
-        CriterionSpec(id=f"c{i + 1}", description=c["description"], required=c.get("required", True))
+        CriterionSpec(
+            id=f"c{i + 1}", description=c["description"], required=c.get("required", True)
+        )
         for i, c in enumerate(items)
     ]
     return specs, {}
@@ -120,7 +126,9 @@ def _reusable(evaluation: Evaluation, judge: JudgeConfig, criteria: list[Criteri
         source = row["reused_from_id"] or row["id"]
         prior.setdefault(
             row["verdict_key"],
-            PriorVerdict(satisfied=row["satisfied"], reasoning=row["reasoning"], source_id=str(source)),
+            PriorVerdict(
+                satisfied=row["satisfied"], reasoning=row["reasoning"], source_id=str(source)
+            ),
         )
     return prior
 
@@ -235,7 +243,7 @@ def _transient(evaluation: Evaluation, token: uuid.UUID, exc: TransientJudgeErro
         message = f"judge still unavailable after {attempts} attempts: {exc}"
         record_failure(evaluation, token, message, exc.calls)
         return Outcome("failed")
-    delay = max(exc.retry_after or 0.0, min(2.0 ** attempts, 300.0))
+    delay = max(exc.retry_after or 0.0, min(2.0**attempts, 300.0))
     now = timezone.now()
     with transaction.atomic():
         requeued = Evaluation.objects.filter(

@@ -148,7 +148,8 @@ def _build_run(
         output_text=output_text(output),
         content_hash=digest,
         rubric=rubric,
-        alignment_mode=payload.alignment or (rubric.alignment_mode if rubric else AlignmentMode.OFF),
+        alignment_mode=payload.alignment
+        or (rubric.alignment_mode if rubric else AlignmentMode.OFF),
     )
     evaluations = _initial_evaluations(run, payload, rubric, inline_criteria)
     run.status = Status.QUEUED if evaluations else Status.SUCCEEDED
@@ -184,11 +185,15 @@ def _initial_evaluations(
     out = []
     if inline_criteria is not None:
         out.append(
-            evaluation_build(run=run, kind=Kind.RUBRIC, rubric=rubric, inline_criteria=inline_criteria)
+            evaluation_build(
+                run=run, kind=Kind.RUBRIC, rubric=rubric, inline_criteria=inline_criteria
+            )
         )
     elif rubric is not None and rubric.current_version_id:
         out.append(
-            evaluation_build(run=run, kind=Kind.RUBRIC, rubric=rubric, version=rubric.current_version)
+            evaluation_build(
+                run=run, kind=Kind.RUBRIC, rubric=rubric, version=rubric.current_version
+            )
         )
     else:
         criteria, _ = resolve_criteria(
@@ -257,7 +262,9 @@ def _existing_runs(team: Team, payloads: list[RunPayload]) -> dict[str, AgentRun
     }
 
 
-def _cached_rubric(team: Team, payload: RunPayload, cache: dict[str, Rubric | None]) -> Rubric | None:
+def _cached_rubric(
+    team: Team, payload: RunPayload, cache: dict[str, Rubric | None]
+) -> Rubric | None:
     key = f"{payload.rubric}|{payload.request_context.get('rubric') if payload.rubric is None else ''}"
     if key not in cache:
         cache[key] = _resolve_rubric(team, payload)

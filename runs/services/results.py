@@ -40,7 +40,9 @@ def _guarded(evaluation: Evaluation, token: uuid.UUID):
     return Evaluation.objects.filter(id=evaluation.id, status=Status.RUNNING, lease_token=token)
 
 
-def record_failure(evaluation: Evaluation, token: uuid.UUID, message: str, calls: list[Any]) -> bool:
+def record_failure(
+    evaluation: Evaluation, token: uuid.UUID, message: str, calls: list[Any]
+) -> bool:
     with transaction.atomic():
         AgentRun.objects.select_for_update().filter(pk=evaluation.run_id).first()
         done = _guarded(evaluation, token).update(
@@ -148,7 +150,9 @@ def _store_alignment(evaluation: Evaluation, result: Any) -> None:
                 evaluation_id=evaluation.id,
                 perspective=name,
                 weighted_score=p.weighted_score,
-                weights=p.weights.model_dump() if hasattr(p.weights, "model_dump") else dict(p.weights),
+                weights=p.weights.model_dump()
+                if hasattr(p.weights, "model_dump")
+                else dict(p.weights),
                 intent_score=p.intent.score,
                 primary_intent=p.intent.primary_intent,
                 intent_addressed=p.intent.is_addressed,
@@ -193,7 +197,16 @@ def run_refresh(run_id: Any) -> None:
         dict(row)
         for row in Evaluation.objects.filter(run_id=run_id, calibration=False)
         .order_by("-created_at")
-        .values("id", "kind", "rubric_id", "rubric_version_id", "status", "is_current", "score", "passed")
+        .values(
+            "id",
+            "kind",
+            "rubric_id",
+            "rubric_version_id",
+            "status",
+            "is_current",
+            "score",
+            "passed",
+        )
     ]
     fields: dict[str, Any] = {"status": _run_status(evaluations)}
     rubric_current = [e for e in evaluations if e["kind"] == Kind.RUBRIC and e["is_current"]]

@@ -54,7 +54,9 @@ def _expire_leases(now) -> tuple[int, int]:
     failed = 0
     requeued: list[str] = []
     for row in stale.values("id", "run_id", "attempts", "lease_token")[:1000]:
-        guard = Evaluation.objects.filter(id=row["id"], status=Status.RUNNING, lease_token=row["lease_token"])
+        guard = Evaluation.objects.filter(
+            id=row["id"], status=Status.RUNNING, lease_token=row["lease_token"]
+        )
         with transaction.atomic():
             if row["attempts"] >= settings.EVALSITE_MAX_ATTEMPTS:
                 n = guard.update(
@@ -66,7 +68,10 @@ def _expire_leases(now) -> tuple[int, int]:
                 failed += n
             else:
                 n = guard.update(
-                    status=Status.QUEUED, lease_token=None, lease_expires_at=None, enqueued_at=None,
+                    status=Status.QUEUED,
+                    lease_token=None,
+                    lease_expires_at=None,
+                    enqueued_at=None,
                     not_before=None,
                 )
                 if n:

@@ -15,7 +15,9 @@ def only_evaluation(run) -> Evaluation:
     return Evaluation.objects.get(run=run)
 
 
-def test_executing_an_evaluation_stores_one_verdict_per_criterion(fake_judge, make_rubric, make_run):
+def test_executing_an_evaluation_stores_one_verdict_per_criterion(
+    fake_judge, make_rubric, make_run
+):
     run = make_run(rubric=make_rubric().slug)
     evaluation = only_evaluation(run)
 
@@ -28,7 +30,9 @@ def test_executing_an_evaluation_stores_one_verdict_per_criterion(fake_judge, ma
     assert CriterionVerdict.objects.filter(evaluation=evaluation, is_current=True).count() == 3
 
 
-def test_a_duplicate_message_for_a_finished_evaluation_does_nothing(fake_judge, make_rubric, make_run):
+def test_a_duplicate_message_for_a_finished_evaluation_does_nothing(
+    fake_judge, make_rubric, make_run
+):
     evaluation = only_evaluation(make_run(rubric=make_rubric().slug))
     evaluation_execute(evaluation_id=str(evaluation.id))
 
@@ -38,7 +42,9 @@ def test_a_duplicate_message_for_a_finished_evaluation_does_nothing(fake_judge, 
     assert fake_judge.stats()["completions"] == 1
 
 
-def test_a_worker_that_lost_its_lease_cannot_write_its_late_result(fake_judge, make_rubric, make_run):
+def test_a_worker_that_lost_its_lease_cannot_write_its_late_result(
+    fake_judge, make_rubric, make_run
+):
     run = make_run(rubric=make_rubric().slug)
     evaluation = only_evaluation(run)
     stale, stale_token = evaluation_claim(evaluation_id=str(evaluation.id))
@@ -56,7 +62,9 @@ def test_a_worker_that_lost_its_lease_cannot_write_its_late_result(fake_judge, m
     assert CriterionVerdict.objects.filter(run=run).count() == 3
 
 
-def test_a_transient_failure_requeues_with_a_delay_that_early_messages_respect(fake_judge, make_rubric, make_run):
+def test_a_transient_failure_requeues_with_a_delay_that_early_messages_respect(
+    fake_judge, make_rubric, make_run
+):
     run = make_run(rubric=make_rubric().slug, output="refund order number [[judge:500]]")
     evaluation = only_evaluation(run)
 
@@ -70,7 +78,9 @@ def test_a_transient_failure_requeues_with_a_delay_that_early_messages_respect(f
     assert AgentRun.objects.get(pk=run.pk).status == Status.QUEUED
 
 
-def test_with_no_judge_configured_scoring_fails_saying_how_to_configure_one(fake_judge, settings, make_rubric, make_run):
+def test_with_no_judge_configured_scoring_fails_saying_how_to_configure_one(
+    fake_judge, settings, make_rubric, make_run
+):
     settings.EVALSITE_JUDGE_MODEL = ""
     settings.EVALSITE_JUDGE_API_BASE = ""
     evaluation = only_evaluation(make_run(rubric=make_rubric().slug))
@@ -91,11 +101,17 @@ def test_a_rescored_evaluation_becomes_current_and_the_old_verdicts_stop_being_c
     run = make_run(rubric=rubric.slug)
     first = only_evaluation(run)
     evaluation_execute(evaluation_id=str(first.id))
-    second = evaluation_create(run=run, kind="rubric", rubric=rubric, version=rubric.current_version, force=True)
+    second = evaluation_create(
+        run=run, kind="rubric", rubric=rubric, version=rubric.current_version, force=True
+    )
 
     evaluation_execute(evaluation_id=str(second.id))
 
     first.refresh_from_db()
     second.refresh_from_db()
     assert (first.is_current, second.is_current) == (False, True)
-    assert set(CriterionVerdict.objects.filter(run=run, is_current=True).values_list("evaluation", flat=True)) == {second.id}
+    assert set(
+        CriterionVerdict.objects.filter(run=run, is_current=True).values_list(
+            "evaluation", flat=True
+        )
+    ) == {second.id}

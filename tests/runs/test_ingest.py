@@ -12,7 +12,9 @@ def ingest(team, **overrides):
     return run_ingest(team=team, payload=RunPayload.model_validate(run_payload(**overrides)))
 
 
-def test_a_run_naming_a_rubric_is_stored_with_a_queued_evaluation_of_its_current_version(team, make_rubric):
+def test_a_run_naming_a_rubric_is_stored_with_a_queued_evaluation_of_its_current_version(
+    team, make_rubric
+):
     rubric = make_rubric()
 
     run, created = ingest(team, rubric=rubric.slug)
@@ -32,11 +34,14 @@ def test_alignment_mode_adds_an_alignment_evaluation(team, make_rubric):
 
     run, _ = ingest(team, rubric=str(rubric.id), alignment="both")
 
-    assert sorted(Evaluation.objects.filter(run=run).values_list("kind", flat=True)) == ["alignment", "rubric"]
+    assert sorted(Evaluation.objects.filter(run=run).values_list("kind", flat=True)) == [
+        "alignment",
+        "rubric",
+    ]
 
 
 def test_criteria_in_the_request_context_are_judged_when_no_rubric_is_named(team):
-    run, _ = ingest(team, request_context={"rubric": "- Mentions \"refund\"\n- [optional] Polite"})
+    run, _ = ingest(team, request_context={"rubric": '- Mentions "refund"\n- [optional] Polite'})
 
     [evaluation] = Evaluation.objects.filter(run=run)
     assert evaluation.inline_criteria == [
@@ -85,7 +90,9 @@ def test_external_ids_are_scoped_to_a_team(team, other_team):
     assert created and mine.id != theirs.id
 
 
-def test_an_unknown_or_foreign_rubric_is_a_validation_error_naming_the_field(team, other_team, make_rubric):
+def test_an_unknown_or_foreign_rubric_is_a_validation_error_naming_the_field(
+    team, other_team, make_rubric
+):
     foreign = make_rubric(team=other_team)
 
     for ref in ("nope", foreign.slug, str(foreign.id)):

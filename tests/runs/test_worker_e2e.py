@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
@@ -22,7 +21,9 @@ def finished(run: AgentRun) -> list[Evaluation] | None:
     return None
 
 
-def test_a_run_naming_a_rubric_gets_verdicts_and_an_alignment_breakdown(worker, make_rubric, make_run):
+def test_a_run_naming_a_rubric_gets_verdicts_and_an_alignment_breakdown(
+    worker, make_rubric, make_run
+):
     rubric = make_rubric(alignment_mode="both")
     run = make_run(rubric=rubric.slug)
 
@@ -46,7 +47,9 @@ def test_a_run_naming_a_rubric_gets_verdicts_and_an_alignment_breakdown(worker, 
     assert run.alignment_score == by_kind["alignment"].score
 
 
-def test_a_failed_required_criterion_fails_the_run_and_is_recorded_as_current(worker, make_rubric, make_run):
+def test_a_failed_required_criterion_fails_the_run_and_is_recorded_as_current(
+    worker, make_rubric, make_run
+):
     rubric = make_rubric()
     run = make_run(rubric=rubric.slug, output="We will look into it. Thanks!")
 
