@@ -17,7 +17,7 @@ from kombu.utils.json import dumps
 
 
 class Channel(filesystem.Channel):
-    def _put(self, queue, payload, **kwargs):
+    def _put(self, queue, payload, **kwargs):  # type: ignore[override]  # kombu's own signature
         name = f"{round(monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg"
         staging = os.path.join(os.path.dirname(os.path.abspath(self.data_folder_out)), "staging")
         os.makedirs(staging, exist_ok=True)

@@ -6,8 +6,10 @@ from .models import Criterion, Rubric, RubricVersion
 class CriterionInline(admin.TabularInline):
     model = Criterion
     extra = 0
-    fields = ["position", "key", "description", "required"]
-    readonly_fields = fields  # versions are immutable: edit criteria through the editor or API
+    fields = ("position", "key", "description", "required")
+    readonly_fields: list[str] = (
+        fields  # versions are immutable: edit criteria through the editor or API
+    )
 
     def has_add_permission(self, request, obj=None) -> bool:
         return False

@@ -6,7 +6,14 @@ from .models import AgentRun, AlignmentBreakdown, CriterionVerdict, Evaluation, 
 class VerdictInline(admin.TabularInline):
     model = CriterionVerdict
     extra = 0
-    fields = ["criterion_key", "description", "required", "satisfied", "reasoning", "reused_from"]
+    fields = (
+        "criterion_key",
+        "description",
+        "required",
+        "satisfied",
+        "reasoning",
+        "reused_from",
+    )
     readonly_fields = fields
     can_delete = False
 
@@ -27,9 +34,26 @@ class AgentRunAdmin(admin.ModelAdmin):
 
 @admin.register(Evaluation)
 class EvaluationAdmin(admin.ModelAdmin):
-    list_display = ["id", "kind", "run", "rubric_version", "status", "attempts", "score", "passed", "created_at"]
+    list_display = [
+        "id",
+        "kind",
+        "run",
+        "rubric_version",
+        "status",
+        "attempts",
+        "score",
+        "passed",
+        "created_at",
+    ]
     list_filter = ["status", "kind", "team"]
-    readonly_fields = ["lease_token", "lease_expires_at", "calls", "created_at", "started_at", "finished_at"]
+    readonly_fields = [
+        "lease_token",
+        "lease_expires_at",
+        "calls",
+        "created_at",
+        "started_at",
+        "finished_at",
+    ]
     inlines = [VerdictInline, AlignmentInline]
 
 

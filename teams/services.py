@@ -5,7 +5,7 @@ import secrets
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -19,7 +19,7 @@ def hash_api_key(raw: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
-def team_create(*, name: str, slug: str, owner: AbstractBaseUser | None = None) -> Team:
+def team_create(*, name: str, slug: str, owner: User | None = None) -> Team:
     with transaction.atomic():
         team = Team.objects.create(name=name, slug=slug, webhook_secret=secrets.token_hex(32))
         if owner is not None:
@@ -27,16 +27,14 @@ def team_create(*, name: str, slug: str, owner: AbstractBaseUser | None = None) 
     return team
 
 
-def membership_set(*, team: Team, user: AbstractBaseUser, role: str) -> Membership:
+def membership_set(*, team: Team, user: User, role: str) -> Membership:
     membership, _ = Membership.objects.update_or_create(
         team=team, user=user, defaults={"role": role}
     )
     return membership
 
 
-def api_key_create(
-    *, team: Team, name: str, created_by: AbstractBaseUser | None = None
-) -> tuple[ApiKey, str]:
+def api_key_create(*, team: Team, name: str, created_by: User | None = None) -> tuple[ApiKey, str]:
     """Create a key and return it with its secret, which is never retrievable again."""
     raw = KEY_PREFIX + secrets.token_urlsafe(32)
     key = ApiKey.objects.create(
