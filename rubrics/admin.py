@@ -7,9 +7,8 @@ class CriterionInline(admin.TabularInline):
     model = Criterion
     extra = 0
     fields = ("position", "key", "description", "required")
-    readonly_fields: list[str] = (
-        fields  # versions are immutable: edit criteria through the editor or API
-    )
+    # Versions are immutable: criteria change through the editor or the API.
+    readonly_fields = fields
 
     def has_add_permission(self, request, obj=None) -> bool:
         return False
