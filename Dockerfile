@@ -6,6 +6,7 @@ COPY evalsite evalsite
 COPY teams teams
 COPY rubrics rubrics
 COPY runs runs
+COPY reviews reviews
 RUN pip install --no-cache-dir -c constraints.txt .
 COPY . .
 RUN SECRET_KEY=build DEBUG=0 ALLOWED_HOSTS=build python manage.py collectstatic --noinput

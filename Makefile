@@ -31,7 +31,7 @@ lint: install
 	$(BIN)/ruff format --check .
 
 typecheck: install
-	$(BIN)/mypy evalsite teams rubrics runs
+	$(BIN)/mypy evalsite teams rubrics runs reviews
 
 bench-throughput: install
 	$(BIN)/python bench/throughput

@@ -290,7 +290,7 @@ def evaluations_latest_for_runs(*, run_ids: list[Any]) -> dict[Any, list[Evaluat
     if not run_ids:
         return {}
     rows = (
-        Evaluation.objects.filter(run_id__in=run_ids)
+        Evaluation.objects.filter(run_id__in=run_ids, calibration=False)
         .order_by("-created_at")
         .values_list("id", "run_id", "kind", "rubric_id")
     )

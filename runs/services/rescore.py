@@ -228,6 +228,7 @@ def _pending_run_ids(run_ids: Sequence[Any], version: RubricVersion, model: str)
                 rubric_version=version,
                 judge_model=model,
                 status__in=PENDING_STATUSES,
+                calibration=False,  # consistency checks may judge a run many times at once
             ).values_list("run_id", flat=True)
         )
     return found

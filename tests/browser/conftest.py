@@ -12,10 +12,6 @@ from typing import Any
 
 import pytest
 
-# Playwright's sync API keeps an event loop in this thread; Django's ORM calls made by the test
-# itself (factories, assertions) are still synchronous and safe.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -28,16 +24,29 @@ CHROMIUM_ARGS = [
 TIMEOUT_MS = 15_000
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
+    """One browser per test module. Playwright's sync API keeps an event loop running in this
+    thread while it is open, so it must not outlive the browser tests: other tests (and the
+    scorers' sync API, which refuses to run inside a running loop) would see that loop."""
     from playwright.sync_api import sync_playwright
 
     if not os.path.exists(CHROMIUM):
-        pytest.skip("Debian's Chromium is not installed")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+        pytest.fail(f"{CHROMIUM} is missing: run `make test` (it installs Debian's chromium)")
+    # The test's own ORM calls (factories, assertions) run in this thread beside Playwright's
+    # loop; they are synchronous and safe, so Django's async guard is lifted meanwhile.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            yield browser
+            browser.close()
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
 @pytest.fixture
