@@ -178,6 +178,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_PUBLISH_RETRY = True
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5}
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Celery's Django fixup closes every database connection after every task unless this is set;
+# reconnecting per evaluation cost more than the evaluation's queries. Tasks instead call
+# close_old_connections(), which honours CONN_MAX_AGE and drops broken connections.
+CELERY_DB_REUSE_MAX = 1_000_000
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 
 # --- Judge and scoring ------------------------------------------------------------------------

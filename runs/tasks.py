@@ -2,6 +2,7 @@
 
 from celery import shared_task
 from django.conf import settings
+from django.db import close_old_connections
 
 from .services import evaluation_execute, evaluations_sweep
 
@@ -20,7 +21,11 @@ from .services import evaluation_execute, evaluations_sweep
     max_retries=0,
 )
 def evaluate(evaluation_id: str) -> str:
-    return evaluation_execute(evaluation_id=evaluation_id).status
+    close_old_connections()
+    try:
+        return evaluation_execute(evaluation_id=evaluation_id).status
+    finally:
+        close_old_connections()
 
 
 @shared_task(name="runs.tasks.sweep", ignore_result=True, time_limit=120)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from .errors import ScoringInputError, pick_error
 from .judge import complete_json
@@ -146,9 +145,11 @@ class AlignmentScorer:
         self.scale = checked_scale(scale)
         self.weights = weights or AlignmentWeights()
 
-    def score(self, **kwargs: Any) -> AlignmentResult:
+    def score(self, *, task: str, output: str, system: str | None = None) -> AlignmentResult:
         """`ascore` for synchronous callers (not inside a running event loop)."""
-        return run_sync(lambda: self.ascore(**kwargs), "AlignmentScorer")
+        return run_sync(
+            lambda: self.ascore(task=task, output=output, system=system), "AlignmentScorer"
+        )
 
     async def ascore(self, *, task: str, output: str, system: str | None = None) -> AlignmentResult:
         """One judge call per perspective judged; both perspectives run concurrently."""

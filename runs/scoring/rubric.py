@@ -156,9 +156,30 @@ class RubricScorer:
         self.scale = checked_scale(scale)
         self.strategy = strategy
 
-    def score(self, **kwargs: Any) -> RubricResult:
+    def score(
+        self,
+        *,
+        task: str,
+        output: str,
+        system: str | None = None,
+        request_context: Any = None,
+        metadata: Any = None,
+        input: Any = None,  # noqa: A002 - the run's field is called input
+        reuse: Mapping[str, PriorVerdict] | None = None,
+    ) -> RubricResult:
         """`ascore` for synchronous callers (not inside a running event loop)."""
-        return run_sync(lambda: self.ascore(**kwargs), "RubricScorer")
+        return run_sync(
+            lambda: self.ascore(
+                task=task,
+                output=output,
+                system=system,
+                request_context=request_context,
+                metadata=metadata,
+                input=input,
+                reuse=reuse,
+            ),
+            "RubricScorer",
+        )
 
     async def ascore(
         self,

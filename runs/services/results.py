@@ -76,7 +76,11 @@ def record_success(
     """Store the result; False (and nothing written) when the lease was lost."""
     fields = _usage_fields(result.calls) | _result_fields(evaluation, result)
     with transaction.atomic():
-        run = AgentRun.objects.select_for_update().get(pk=evaluation.run_id)
+        run = (
+            AgentRun.objects.select_for_update()
+            .only("id", "rubric_id", "created_at")
+            .get(pk=evaluation.run_id)
+        )
         done = _guarded(evaluation, token).update(
             status=Status.SUCCEEDED,
             error="",
