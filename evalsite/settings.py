@@ -173,7 +173,7 @@ CELERY_TASK_ALWAYS_EAGER = False
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_TASK_IGNORE_RESULT = True
-CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_WORKER_PREFETCH_MULTIPLIER = int(os.environ.get("XP_PREFETCH", "1"))
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_PUBLISH_RETRY = True
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5}
@@ -189,6 +189,13 @@ EVALSITE_JUDGE_MODEL = os.environ.get("EVALSITE_JUDGE_MODEL", "")
 EVALSITE_JUDGE_API_BASE = os.environ.get("EVALSITE_JUDGE_API_BASE", "")
 EVALSITE_JUDGE_API_KEY = os.environ.get("EVALSITE_JUDGE_API_KEY", "")
 EVALSITE_JUDGE_TIMEOUT = env_float("EVALSITE_JUDGE_TIMEOUT", 60.0)
+# "auto": workers post straight to an OpenAI-compatible api_base (openai/<name> models with an
+# api_base) and use litellm for every other model; "litellm": always litellm (runs/scoring/direct.py).
+EVALSITE_JUDGE_TRANSPORT = os.environ.get("EVALSITE_JUDGE_TRANSPORT", "auto")
+if EVALSITE_JUDGE_TRANSPORT not in ("auto", "litellm"):
+    raise ImproperlyConfigured(
+        f"EVALSITE_JUDGE_TRANSPORT must be 'auto' or 'litellm', not {EVALSITE_JUDGE_TRANSPORT!r}"
+    )
 # A claimed evaluation whose worker vanished is re-queued once its lease runs out.
 EVALSITE_TASK_TIME_LIMIT = env_int("EVALSITE_TASK_TIME_LIMIT", 300)
 EVALSITE_LEASE_SECONDS = env_int("EVALSITE_LEASE_SECONDS", EVALSITE_TASK_TIME_LIMIT + 60)

@@ -8,9 +8,13 @@ HTTP connections, so many calls stay in flight at little CPU cost per call.
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
+
+from runs.scoring import direct
 
 T = TypeVar("T")
 
@@ -20,9 +24,23 @@ _loop: asyncio.AbstractEventLoop | None = None
 
 def _start() -> asyncio.AbstractEventLoop:
     loop = asyncio.new_event_loop()
+    direct.enable(loop)  # process-long: judge calls to OpenAI-compatible servers skip litellm
     thread = threading.Thread(target=loop.run_forever, name="judge-loop", daemon=True)
     thread.start()
     return loop
+
+
+def _stop() -> None:
+    """At exit: close the loop's HTTP connections before the interpreter tears down."""
+    loop = _loop
+    if loop is None or loop.is_closed() or not loop.is_running():
+        return
+    with contextlib.suppress(Exception):  # exiting anyway
+        asyncio.run_coroutine_threadsafe(direct.close(), loop).result(5)
+    loop.call_soon_threadsafe(loop.stop)
+
+
+atexit.register(_stop)
 
 
 def judge_loop() -> asyncio.AbstractEventLoop:

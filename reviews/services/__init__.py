@@ -13,7 +13,7 @@ from .labels import (
     override_revert,
     review_confirm,
 )
-from .refresh import review_result_refresh
+from .refresh import review_result_refresh, review_results_refresh
 
 __all__ = [
     "LabelChange",
@@ -33,4 +33,5 @@ __all__ = [
     "override_revert",
     "review_confirm",
     "review_result_refresh",
+    "review_results_refresh",
 ]

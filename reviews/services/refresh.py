@@ -47,6 +47,38 @@ def review_result_refresh(
     return fields
 
 
+def review_results_refresh(picked: dict[Any, tuple[Any, Any]]) -> dict[Any, dict[str, Any]]:
+    """review_result_refresh for several runs (run id -> its current rubric and alignment
+    evaluation ids): the runs' changed fields, by run id. Runs without labels cost nothing
+    per run, whatever their number."""
+    labelled = set(
+        VerdictLabel.objects.filter(run_id__in=list(picked))
+        .values_list("run_id", flat=True)
+        .distinct()
+    )
+    aligned = [run_id for run_id, (_, alignment) in picked.items() if alignment is not None]
+    if aligned:
+        labelled |= set(
+            AlignmentLabel.objects.filter(run_id__in=aligned)
+            .values_list("run_id", flat=True)
+            .distinct()
+        )
+    plain = [run_id for run_id in picked if run_id not in labelled]
+    if plain:
+        RunReview.objects.filter(run_id__in=plain, labelled__gt=0).update(
+            labelled=0, overridden=0, reviewed_at=None
+        )
+    return {
+        run_id: review_result_refresh(
+            run_id=run_id,
+            rubric_evaluation_id=picked[run_id][0],
+            alignment_evaluation_id=picked[run_id][1],
+        )
+        for run_id in picked
+        if run_id in labelled
+    }
+
+
 def effective_verdicts(
     verdict_rows: list[dict[str, Any]], labels: list[dict[str, Any]]
 ) -> list[EffectiveVerdict]:

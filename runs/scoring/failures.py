@@ -60,7 +60,14 @@ def retry_after_of(exc: Exception) -> float | None:
     return None
 
 
-CONNECTION_FAILURES = {"APIConnectionError", "ConnectError", "ClientConnectorError"}
+CONNECTION_FAILURES = {
+    "APIConnectionError",
+    "ConnectError",
+    "ClientConnectorError",
+    "ServerDisconnectedError",
+    "ClientOSError",
+    "ClientPayloadError",
+}
 TIMEOUTS = {"APITimeoutError", "ReadTimeout", "ConnectTimeout", "TimeoutError"}
 
 

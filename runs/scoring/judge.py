@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 import litellm
 import litellm.main
 
+from . import direct
 from .answers import describe_problem, parse_json, repair_request, with_schema_in_prompt
 from .errors import InvalidJudgeOutput, PermanentJudgeError, TransientJudgeError
 from .failures import CONNECTION_FAILURES, TIMEOUTS, caused_by, detail, retry_after_of
@@ -331,15 +332,67 @@ def _read(response: Any) -> tuple[str, str | None, int | None, int | None]:
     )
 
 
+_openai_route: dict[tuple[str, str | None], str | None] = {}
+
+
+def _direct_model(config: JudgeConfig) -> str | None:
+    """The model name to send straight to an OpenAI-compatible api_base, or None when this
+    call goes through litellm (another provider, no api_base, or transport="litellm")."""
+    if config.transport != "auto" or not config.api_base or not direct.available():
+        return None
+    key = (config.model, config.api_base)
+    if key not in _openai_route:
+        try:
+            name, provider, *_ = litellm.get_llm_provider(config.model, api_base=config.api_base)
+        except Exception:  # noqa: BLE001 - litellm will report the bad model itself
+            name, provider = None, None
+        _openai_route[key] = name if provider == "openai" else None
+    return _openai_route[key]
+
+
+def _direct_body(config: JudgeConfig, name: str, messages: list[dict], response_format: dict):
+    body: dict[str, Any] = {k: v for k, v in config.extra.items() if k not in _CUSTOM_PRICE_KEYS}
+    body.update(model=name, messages=messages, response_format=response_format)
+    if config.temperature is not None:
+        body["temperature"] = config.temperature
+    if config.max_tokens is not None:
+        body["max_tokens"] = config.max_tokens
+    return body
+
+
+async def _request(config: JudgeConfig, messages: list[dict], response_format: dict) -> Any:
+    """One HTTP request, through the direct transport or litellm; the answer's content,
+    finish reason, token counts and (litellm only) response object."""
+    name = _direct_model(config)
+    if name is not None:
+        answer = await direct.post_chat(
+            api_base=config.api_base or "",
+            api_key=config.api_key,
+            body=_direct_body(config, name, messages, response_format),
+            timeout=config.timeout,
+        )
+        choice = answer["choices"][0]
+        usage = answer.get("usage") or {}
+        return (
+            choice["message"].get("content") or "",
+            choice.get("finish_reason"),
+            usage.get("prompt_tokens"),
+            usage.get("completion_tokens"),
+            None,
+        )
+    with _fast_path(config):
+        response = await litellm.acompletion(**_request_kwargs(config, messages, response_format))
+    return (*_read(response), response)
+
+
 async def _call_once(
     config: JudgeConfig, messages: list[dict], response_format: dict, calls: list[JudgeCall]
 ) -> _Answer:
     started = time.perf_counter()
     try:
-        with _fast_path(config):
-            response = await litellm.acompletion(
-                **_request_kwargs(config, messages, response_format)
-            )
+        content, finish_reason, prompt_tokens, completion_tokens, response = await _request(
+            config, messages, response_format
+        )
     except Exception as exc:
         error = classify_exception(exc, config)
         latency = (time.perf_counter() - started) * 1000
@@ -349,7 +402,6 @@ async def _call_once(
         error.calls = list(calls)
         raise error from exc
     latency = (time.perf_counter() - started) * 1000
-    content, finish_reason, prompt_tokens, completion_tokens = _read(response)
     calls.append(
         JudgeCall(
             model=config.model,

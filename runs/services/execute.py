@@ -10,6 +10,7 @@ import logging
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import lru_cache
 from typing import Any, Literal, cast
 
 from django.conf import settings
@@ -17,6 +18,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from rubrics.models import Criterion
 from runs.judge_runtime import run_judged
 from runs.scoring import (
     AlignmentScorer,
@@ -36,6 +38,7 @@ from ..models import AgentRun, CriterionVerdict, Evaluation, Kind, Status
 from ..ratelimit import judge_admit, limit_for
 from .estimates import evaluation_plan
 from .evaluations import evaluation_publish_later
+from .groupcommit import GroupCommit
 from .results import record_failure, record_success, run_refresh
 
 logger = logging.getLogger(__name__)
@@ -49,11 +52,28 @@ class Outcome:
 
 
 def evaluation_claim(*, evaluation_id: str) -> tuple[Evaluation, uuid.UUID] | None:
-    """queued → running, once: a duplicate or early message claims nothing."""
+    """queued → running, once: a duplicate or early message claims nothing.
+
+    Concurrent claims in one process go to the database together (group commit)."""
+    return _claims.submit(str(evaluation_id))
+
+
+def evaluations_claim(ids: list[str]) -> list[tuple[Evaluation, uuid.UUID] | None]:
+    """Claim several evaluations with one compare-and-set (each at most once, even when its
+    id is given twice) and load them with their runs: three statements for any number."""
+    wanted: dict[uuid.UUID, int] = {}
+    for i, raw in enumerate(ids):
+        try:
+            wanted.setdefault(uuid.UUID(str(raw)), i)
+        except ValueError:
+            continue  # not an evaluation id: nothing to claim
+    out: list[tuple[Evaluation, uuid.UUID] | None] = [None] * len(ids)
+    if not wanted:
+        return out
     now = timezone.now()
-    token = uuid.uuid4()
+    token = uuid.uuid4()  # the guard is (id, token): one token serves the whole group
     claimed = (
-        Evaluation.objects.filter(id=evaluation_id, status=Status.QUEUED)
+        Evaluation.objects.filter(id__in=list(wanted), status=Status.QUEUED)
         .filter(Q(not_before__isnull=True) | Q(not_before__lte=now))
         .update(
             status=Status.RUNNING,
@@ -64,12 +84,21 @@ def evaluation_claim(*, evaluation_id: str) -> tuple[Evaluation, uuid.UUID] | No
         )
     )
     if not claimed:
-        return None
-    evaluation = Evaluation.objects.select_related("run", "rubric_version").get(id=evaluation_id)
-    AgentRun.objects.filter(pk=evaluation.run_id, status=Status.QUEUED).update(
+        return out
+    rows = list(
+        Evaluation.objects.select_related("run", "rubric_version").filter(
+            id__in=list(wanted), lease_token=token
+        )
+    )
+    AgentRun.objects.filter(pk__in={e.run_id for e in rows}, status=Status.QUEUED).update(
         status=Status.RUNNING
     )
-    return evaluation, token
+    for evaluation in rows:
+        out[wanted[evaluation.id]] = (evaluation, token)
+    return out
+
+
+_claims: GroupCommit[str, tuple[Evaluation, uuid.UUID] | None] = GroupCommit(evaluations_claim)
 
 
 def judge_for(evaluation: Evaluation) -> JudgeConfig:
@@ -83,6 +112,7 @@ def judge_for(evaluation: Evaluation) -> JudgeConfig:
         model=config.pop("model", "") or "",
         api_base=api_base,
         api_key=api_key,
+        transport=settings.EVALSITE_JUDGE_TRANSPORT,
         extra=config,
         **known,
     )
@@ -91,11 +121,7 @@ def judge_for(evaluation: Evaluation) -> JudgeConfig:
 def _criteria(evaluation: Evaluation) -> tuple[list[CriterionSpec], dict[str, Any]]:
     """The criteria to judge and a map from criterion key to its stored row id."""
     if evaluation.rubric_version_id:
-        rows = list(evaluation.rubric_version.criteria.order_by("position"))  # type: ignore[union-attr]
-        specs = [
-            CriterionSpec(id=c.key, description=c.description, required=c.required) for c in rows
-        ]
-        return specs, {c.key: c.id for c in rows}
+        return _version_criteria(evaluation.rubric_version_id)
     items = evaluation.inline_criteria or []
     specs = [
         CriterionSpec(
@@ -104,6 +130,15 @@ def _criteria(evaluation: Evaluation) -> tuple[list[CriterionSpec], dict[str, An
         for i, c in enumerate(items)
     ]
     return specs, {}
+
+
+@lru_cache(maxsize=1024)
+def _version_criteria(version_id: Any) -> tuple[list[CriterionSpec], dict[str, Any]]:
+    """A rubric version's criteria never change once written (rubrics.services makes a new
+    version for every edit), so each process reads them once."""
+    rows = list(Criterion.objects.filter(version_id=version_id).order_by("position"))
+    specs = [CriterionSpec(id=c.key, description=c.description, required=c.required) for c in rows]
+    return specs, {c.key: c.id for c in rows}
 
 
 def _reusable(evaluation: Evaluation, judge: JudgeConfig, criteria: list[CriterionSpec]) -> dict:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import transaction
+from django.db import connections, router, transaction
 from django.utils import timezone
 
 from runs.scoring import JudgeCall, Usage
@@ -18,6 +19,7 @@ from ..models import (
     Kind,
     Status,
 )
+from .groupcommit import GroupCommit
 
 
 def _calls_json(calls: list[Any]) -> list[dict[str, Any]]:
@@ -70,35 +72,122 @@ def _batch_hook(evaluation: Evaluation) -> None:
     transaction.on_commit(lambda: batch_evaluation_finished(batch_id=batch_id), robust=True)
 
 
+@dataclass
+class Finished:
+    """A judged evaluation waiting to be written: what record_success takes."""
+
+    evaluation: Evaluation
+    token: uuid.UUID
+    result: Any
+    criteria_ids: dict[str, Any] = field(default_factory=dict)
+
+
 def record_success(
     evaluation: Evaluation, token: uuid.UUID, result: Any, criteria_ids: dict[str, Any]
 ) -> bool:
-    """Store the result; False (and nothing written) when the lease was lost."""
-    fields = _usage_fields(result.calls) | _result_fields(evaluation, result)
+    """Store the result; False (and nothing written) when the lease was lost.
+
+    Concurrent callers in one process share transactions (group commit, see ``_commits``):
+    the result is durable when this returns, as if it had been written alone."""
+    return _commits.submit(Finished(evaluation, token, result, criteria_ids))
+
+
+def record_successes(jobs: list[Finished]) -> list[bool]:
+    """Write several judged evaluations in one transaction with a fixed number of
+    statements; for each, False (and nothing written for it) when its lease was lost."""
     with transaction.atomic():
-        run = (
-            AgentRun.objects.select_for_update()
+        run_ids = sorted({job.evaluation.run_id for job in jobs}, key=str)
+        # Lock order: runs, then their evaluations, both by id (as every writer does).
+        runs = {
+            run.pk: run
+            for run in AgentRun.objects.select_for_update()
+            .filter(pk__in=run_ids)
+            .order_by("pk")
             .only("id", "rubric_id", "created_at")
-            .get(pk=evaluation.run_id)
-        )
-        done = _guarded(evaluation, token).update(
-            status=Status.SUCCEEDED,
-            error="",
-            lease_token=None,
-            lease_expires_at=None,
-            finished_at=timezone.now(),
-            **fields,
-        )
-        if not done:
-            return False
+        }
+        held = {
+            (row_id, token)
+            for row_id, token in Evaluation.objects.select_for_update()
+            .filter(id__in=[job.evaluation.id for job in jobs], status=Status.RUNNING)
+            .order_by("pk")
+            .values_list("id", "lease_token")
+        }
+        kept = [job for job in jobs if (job.evaluation.id, job.token) in held]
+        if kept:
+            _write(kept, runs)
+            for job in kept:
+                _batch_hook(job.evaluation)
+    kept_ids = {id(job) for job in kept}
+    return [id(job) in kept_ids for job in jobs]
+
+
+def _write(jobs: list[Finished], runs: dict[Any, AgentRun]) -> None:
+    now = timezone.now()
+    current = _current_after(jobs)
+    updates: dict[tuple[str, ...], list[Evaluation]] = {}
+    verdicts: list[CriterionVerdict] = []
+    breakdowns: list[AlignmentBreakdown] = []
+    for job in jobs:
+        evaluation = job.evaluation
+        fields = _usage_fields(job.result.calls) | _result_fields(evaluation, job.result)
+        fields |= {
+            "status": Status.SUCCEEDED,
+            "error": "",
+            "lease_token": None,
+            "lease_expires_at": None,
+            "finished_at": now,
+            "is_current": evaluation.id in current.promoted,
+        }
+        updates.setdefault(tuple(sorted(fields)), []).append(Evaluation(pk=evaluation.pk, **fields))
         if evaluation.kind == Kind.RUBRIC:
-            _store_verdicts(evaluation, run, result, criteria_ids)
+            verdicts += _verdict_rows(job, runs[evaluation.run_id], fields["is_current"])
         else:
-            _store_alignment(evaluation, result)
-        _make_current(evaluation)
-        run_refresh(run.pk)
-        _batch_hook(evaluation)
-    return True
+            breakdowns += _alignment_rows(evaluation, job.result)
+    if current.demoted:
+        Evaluation.objects.filter(id__in=current.demoted).update(is_current=False)
+        CriterionVerdict.objects.filter(evaluation_id__in=current.demoted).update(is_current=False)
+    for names, rows in updates.items():
+        _update_rows(Evaluation, rows, names)
+    CriterionVerdict.objects.bulk_create(verdicts)
+    AlignmentBreakdown.objects.bulk_create(breakdowns)
+    runs_refresh({run_id: run.rubric_id for run_id, run in runs.items()})
+
+
+@dataclass
+class _Current:
+    promoted: set[Any]
+    demoted: set[Any]
+
+
+def _current_after(jobs: list[Finished]) -> _Current:
+    """The newest succeeded evaluation per (run, kind, rubric) is current; calibration
+    judgements never are (caller holds the runs' row locks, so two finishing evaluations of
+    one run cannot both win)."""
+    run_ids = {job.evaluation.run_id for job in jobs}
+    rows = list(
+        Evaluation.objects.filter(run_id__in=run_ids, is_current=True).values(
+            "id", "run_id", "kind", "rubric_id", "created_at"
+        )
+    )
+    holder = {(r["run_id"], r["kind"], r["rubric_id"]): r for r in rows}
+    promoted: set[Any] = set()
+    demoted: set[Any] = set()
+    for job in sorted(jobs, key=lambda j: j.evaluation.created_at):
+        evaluation = job.evaluation
+        if evaluation.calibration:
+            continue
+        slot = (evaluation.run_id, evaluation.kind, evaluation.rubric_id)
+        now_current = holder.get(slot)
+        if now_current is not None and now_current["id"] != evaluation.id:
+            if now_current["created_at"] > evaluation.created_at:
+                continue
+            if now_current["id"] in promoted:
+                promoted.discard(now_current["id"])
+            else:
+                demoted.add(now_current["id"])
+        promoted.add(evaluation.id)
+        holder[slot] = {"id": evaluation.id, "created_at": evaluation.created_at}
+    return _Current(promoted, demoted)
 
 
 def _result_fields(evaluation: Evaluation, result: Any) -> dict[str, Any]:
@@ -124,15 +213,17 @@ def _result_fields(evaluation: Evaluation, result: Any) -> dict[str, Any]:
     }
 
 
-def _store_verdicts(evaluation: Evaluation, run: AgentRun, result: Any, criteria_ids: dict) -> None:
-    CriterionVerdict.objects.bulk_create(
+def _verdict_rows(job: Finished, run: AgentRun, current: bool) -> list[CriterionVerdict]:
+    evaluation = job.evaluation
+    return [
         CriterionVerdict(
             evaluation_id=evaluation.id,
             team_id=evaluation.team_id,
             run_id=run.pk,
             rubric_id=evaluation.rubric_id,
             run_created_at=run.created_at,
-            criterion_id=criteria_ids.get(v.criterion_id),
+            is_current=current,
+            criterion_id=job.criteria_ids.get(v.criterion_id),
             criterion_key=v.criterion_id,
             position=i,
             description=v.description,
@@ -142,11 +233,11 @@ def _store_verdicts(evaluation: Evaluation, run: AgentRun, result: Any, criteria
             verdict_key=v.key,
             reused_from_id=v.reused_from,
         )
-        for i, v in enumerate(result.verdicts)
-    )
+        for i, v in enumerate(job.result.verdicts)
+    ]
 
 
-def _store_alignment(evaluation: Evaluation, result: Any) -> None:
+def _alignment_rows(evaluation: Evaluation, result: Any) -> list[AlignmentBreakdown]:
     rows = []
     for name, p in result.perspectives.items():
         rows.append(
@@ -173,36 +264,25 @@ def _store_alignment(evaluation: Evaluation, result: Any) -> None:
                 overall_assessment=p.overall_assessment,
             )
         )
-    AlignmentBreakdown.objects.bulk_create(rows)
-
-
-def _make_current(evaluation: Evaluation) -> None:
-    """The newest succeeded evaluation per (run, kind, rubric) is current (caller holds the
-    run's row lock, so two finishing evaluations of one run cannot both win)."""
-    if evaluation.calibration:
-        return  # a golden-set or consistency judgement never replaces the run's result
-    siblings = Evaluation.objects.filter(
-        run_id=evaluation.run_id, kind=evaluation.kind, rubric=evaluation.rubric_id
-    )
-    current = siblings.filter(is_current=True).exclude(id=evaluation.id).first()
-    if current is not None and current.created_at > evaluation.created_at:
-        return
-    if current is not None:
-        siblings.filter(id=current.id).update(is_current=False)
-        CriterionVerdict.objects.filter(evaluation_id=current.id).update(is_current=False)
-    siblings.filter(id=evaluation.id).update(is_current=True)
-    CriterionVerdict.objects.filter(evaluation_id=evaluation.id).update(is_current=True)
+    return rows
 
 
 def run_refresh(run_id: Any) -> None:
     """Recompute the run's denormalised status and current result from its evaluations."""
-    run = AgentRun.objects.only("id", "rubric_id").get(pk=run_id)
-    evaluations = [
-        dict(row)
-        for row in Evaluation.objects.filter(run_id=run_id, calibration=False)
+    rubric_id = AgentRun.objects.filter(pk=run_id).values_list("rubric_id", flat=True).get()
+    runs_refresh({run_id: rubric_id})
+
+
+def runs_refresh(rubric_of: dict[Any, Any]) -> None:
+    """run_refresh for several runs (run id -> the run's own rubric id) in a fixed number of
+    statements."""
+    by_run: dict[Any, list[dict[str, Any]]] = {run_id: [] for run_id in rubric_of}
+    for row in (
+        Evaluation.objects.filter(run_id__in=list(rubric_of), calibration=False)
         .order_by("-created_at")
         .values(
             "id",
+            "run_id",
             "kind",
             "rubric_id",
             "rubric_version_id",
@@ -211,30 +291,63 @@ def run_refresh(run_id: Any) -> None:
             "score",
             "passed",
         )
-    ]
-    fields: dict[str, Any] = {"status": _run_status(evaluations)}
-    rubric_current = [e for e in evaluations if e["kind"] == Kind.RUBRIC and e["is_current"]]
-    preferred = [e for e in rubric_current if e["rubric_id"] == run.rubric_id] or rubric_current
-    if preferred:
-        fields.update(
-            passed=preferred[0]["passed"],
-            score=preferred[0]["score"],
-            current_version_id=preferred[0]["rubric_version_id"],
+    ):
+        by_run[row["run_id"]].append(row)
+    fields: dict[Any, dict[str, Any]] = {}
+    picked: dict[Any, tuple[Any, Any]] = {}
+    for run_id, evaluations in by_run.items():
+        values: dict[str, Any] = {"status": _run_status(evaluations)}
+        rubric_current = [e for e in evaluations if e["kind"] == Kind.RUBRIC and e["is_current"]]
+        preferred = [
+            e for e in rubric_current if e["rubric_id"] == rubric_of[run_id]
+        ] or rubric_current
+        if preferred:
+            values.update(
+                passed=preferred[0]["passed"],
+                score=preferred[0]["score"],
+                current_version_id=preferred[0]["rubric_version_id"],
+            )
+        alignment = [e for e in evaluations if e["kind"] == Kind.ALIGNMENT and e["is_current"]]
+        if alignment:
+            values["alignment_score"] = alignment[0]["score"]
+        fields[run_id] = values
+        picked[run_id] = (
+            preferred[0]["id"] if preferred else None,
+            alignment[0]["id"] if alignment else None,
         )
-    alignment = [e for e in evaluations if e["kind"] == Kind.ALIGNMENT and e["is_current"]]
-    if alignment:
-        fields["alignment_score"] = alignment[0]["score"]
     # Human review labels adjust passed/score/alignment_score; the evaluations keep the judge's.
-    from reviews.services import review_result_refresh
+    from reviews.services import review_results_refresh
 
-    fields.update(
-        review_result_refresh(
-            run_id=run_id,
-            rubric_evaluation_id=preferred[0]["id"] if preferred else None,
-            alignment_evaluation_id=alignment[0]["id"] if alignment else None,
-        )
+    for run_id, adjusted in review_results_refresh(picked).items():
+        fields[run_id].update(adjusted)
+    groups: dict[tuple[str, ...], list[AgentRun]] = {}
+    for run_id, values in fields.items():
+        groups.setdefault(tuple(sorted(values)), []).append(AgentRun(pk=run_id, **values))
+    for names, rows in groups.items():
+        _update_rows(AgentRun, rows, names)
+
+
+def _update_rows(model: Any, rows: list[Any], names: tuple[str, ...]) -> None:
+    """Write the named fields of unsaved instances, by primary key: one prepared UPDATE sent
+    for all rows at once (executemany). Values go through each field's own database
+    preparation, exactly as QuerySet.update would send them, without building a query
+    object per row."""
+    connection = connections[router.db_for_write(model)]
+    fields = [model._meta.get_field(name) for name in names]
+    pk = model._meta.pk
+    quote = connection.ops.quote_name
+    sql = "UPDATE {} SET {} WHERE {} = %s".format(  # noqa: S608 - quoted model identifiers
+        quote(model._meta.db_table),
+        ", ".join(f"{quote(f.column)} = %s" for f in fields),
+        quote(pk.column),
     )
-    AgentRun.objects.filter(pk=run_id).update(**fields)
+    params = [
+        [f.get_db_prep_save(getattr(row, f.attname), connection) for f in fields]
+        + [pk.get_db_prep_value(row.pk, connection)]
+        for row in rows
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, params)
 
 
 def _run_status(evaluations: list[dict[str, Any]]) -> str:
@@ -248,3 +361,6 @@ def _run_status(evaluations: list[dict[str, Any]]) -> str:
         if e["status"] != Status.CANCELLED:
             newest.setdefault((e["kind"], e["rubric_id"]), e["status"])
     return Status.FAILED if Status.FAILED in newest.values() else Status.SUCCEEDED
+
+
+_commits: GroupCommit[Finished, bool] = GroupCommit(record_successes)
