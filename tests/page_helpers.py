@@ -47,3 +47,12 @@ def queries_for(client: Client, url: str) -> int:
         response = client.get(url)
     assert response.status_code == 200, response.status_code
     return len(captured)
+
+
+def htmx_settled(page: Any) -> None:
+    """Wait until htmx has finished swapping and settling new content. htmx binds the
+    triggers of swapped-in elements when it settles them (about 20 ms after the swap), so a
+    change made before that — a test is that quick, a person is not — would go unnoticed."""
+    page.wait_for_function(
+        "() => !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling, .htmx-added')"
+    )

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from functools import lru_cache
-from typing import Any, Literal, cast
+from typing import Any, Literal, NamedTuple, cast
 
 from django.conf import settings
 from django.db import transaction
@@ -51,23 +51,40 @@ class Outcome:
     retry_in: float | None = None
 
 
-def evaluation_claim(*, evaluation_id: str) -> tuple[Evaluation, uuid.UUID] | None:
+@dataclass(frozen=True)
+class Plan:
+    """What judging a claimed evaluation needs, read with its claim."""
+
+    judge: JudgeConfig
+    criteria: list[CriterionSpec] = field(default_factory=list)
+    criteria_ids: dict[str, Any] = field(default_factory=dict)
+    reuse: dict[str, PriorVerdict] = field(default_factory=dict)
+
+
+class Claim(NamedTuple):
+    evaluation: Evaluation
+    token: uuid.UUID
+    plan: Plan
+
+
+def evaluation_claim(*, evaluation_id: str) -> Claim | None:
     """queued → running, once: a duplicate or early message claims nothing.
 
     Concurrent claims in one process go to the database together (group commit)."""
     return _claims.submit(str(evaluation_id))
 
 
-def evaluations_claim(ids: list[str]) -> list[tuple[Evaluation, uuid.UUID] | None]:
+def evaluations_claim(ids: list[str]) -> list[Claim | None]:
     """Claim several evaluations with one compare-and-set (each at most once, even when its
-    id is given twice) and load them with their runs: three statements for any number."""
+    id is given twice), load them with their runs and look up their reusable verdicts: four
+    statements for any number."""
     wanted: dict[uuid.UUID, int] = {}
     for i, raw in enumerate(ids):
         try:
             wanted.setdefault(uuid.UUID(str(raw)), i)
         except ValueError:
             continue  # not an evaluation id: nothing to claim
-    out: list[tuple[Evaluation, uuid.UUID] | None] = [None] * len(ids)
+    out: list[Claim | None] = [None] * len(ids)
     if not wanted:
         return out
     now = timezone.now()
@@ -93,12 +110,28 @@ def evaluations_claim(ids: list[str]) -> list[tuple[Evaluation, uuid.UUID] | Non
     AgentRun.objects.filter(pk__in={e.run_id for e in rows}, status=Status.QUEUED).update(
         status=Status.RUNNING
     )
-    for evaluation in rows:
-        out[wanted[evaluation.id]] = (evaluation, token)
+    for evaluation, plan in zip(rows, _plans(rows), strict=True):
+        out[wanted[evaluation.id]] = Claim(evaluation, token, plan)
     return out
 
 
-_claims: GroupCommit[str, tuple[Evaluation, uuid.UUID] | None] = GroupCommit(evaluations_claim)
+_claims: GroupCommit[str, Claim | None] = GroupCommit(evaluations_claim)
+
+
+def _plans(evaluations: list[Evaluation]) -> list[Plan]:
+    plans = []
+    for evaluation in evaluations:
+        judge = judge_for(evaluation)
+        if evaluation.kind == Kind.RUBRIC:
+            criteria, criteria_ids = _criteria(evaluation)
+            plans.append(Plan(judge, criteria, criteria_ids))
+        else:
+            plans.append(Plan(judge))
+    reuse = _reusable(list(zip(evaluations, plans, strict=True)))
+    return [
+        replace(plan, reuse=reuse[evaluation.id]) if evaluation.id in reuse else plan
+        for evaluation, plan in zip(evaluations, plans, strict=True)
+    ]
 
 
 def judge_for(evaluation: Evaluation) -> JudgeConfig:
@@ -141,31 +174,47 @@ def _version_criteria(version_id: Any) -> tuple[list[CriterionSpec], dict[str, A
     return specs, {c.key: c.id for c in rows}
 
 
-def _reusable(evaluation: Evaluation, judge: JudgeConfig, criteria: list[CriterionSpec]) -> dict:
-    if evaluation.force or not criteria:
+def _reusable(items: list[tuple[Evaluation, Plan]]) -> dict[Any, dict[str, PriorVerdict]]:
+    """Stored verdicts each rubric evaluation may reuse (same judge, prompt version, criterion
+    and texts: runs.scoring.verdict_key), by evaluation id; one query for all of them."""
+    keys_of: dict[Any, tuple[Any, list[str]]] = {}
+    for evaluation, plan in items:
+        if evaluation.kind != Kind.RUBRIC or evaluation.force or not plan.criteria:
+            continue
+        run = evaluation.run
+        keys_of[evaluation.id] = (
+            evaluation.team_id,
+            [
+                verdict_key(
+                    plan.judge, c.description, run.task_text, run.system_text, run.output_text
+                )
+                for c in plan.criteria
+            ],
+        )
+    if not keys_of:
         return {}
-    run = evaluation.run
-    keys = [
-        verdict_key(judge, c.description, run.task_text, run.system_text, run.output_text)
-        for c in criteria
-    ]
     rows = (
         CriterionVerdict.objects.filter(
-            team_id=evaluation.team_id, verdict_key__in=keys, evaluation__status=Status.SUCCEEDED
+            team_id__in={team for team, _ in keys_of.values()},
+            verdict_key__in={key for _, keys in keys_of.values() for key in keys},
+            evaluation__status=Status.SUCCEEDED,
         )
         .order_by("run_created_at")
-        .values("id", "verdict_key", "satisfied", "reasoning", "reused_from_id")
+        .values("id", "team_id", "verdict_key", "satisfied", "reasoning", "reused_from_id")
     )
-    prior: dict[str, PriorVerdict] = {}
+    found: dict[tuple[Any, str], PriorVerdict] = {}
     for row in rows:
         source = row["reused_from_id"] or row["id"]
-        prior.setdefault(
-            row["verdict_key"],
+        found.setdefault(
+            (row["team_id"], row["verdict_key"]),
             PriorVerdict(
                 satisfied=row["satisfied"], reasoning=row["reasoning"], source_id=str(source)
             ),
         )
-    return prior
+    return {
+        evaluation_id: {key: found[(team, key)] for key in keys if (team, key) in found}
+        for evaluation_id, (team, keys) in keys_of.items()
+    }
 
 
 async def _score_rubric(evaluation: Evaluation, judge: JudgeConfig, criteria, reuse):
@@ -210,13 +259,10 @@ def evaluation_execute(*, evaluation_id: str) -> Outcome:
     claim = evaluation_claim(evaluation_id=evaluation_id)
     if claim is None:
         return Outcome("skipped")
-    evaluation, token = claim
-    judge = judge_for(evaluation)
-    criteria_ids: dict[str, Any] = {}
+    evaluation, token, plan = claim
+    judge, criteria, criteria_ids, reuse = plan.judge, plan.criteria, plan.criteria_ids, plan.reuse
     try:
         if evaluation.kind == Kind.RUBRIC:
-            criteria, criteria_ids = _criteria(evaluation)
-            reuse = _reusable(evaluation, judge, criteria)
             if (wait := _rate_wait(evaluation, judge, criteria, reuse)) > 0:
                 return _defer(evaluation, token, wait)
             result = run_judged(_score_rubric(evaluation, judge, criteria, reuse))

@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from rubrics.models import Rubric
-from tests.page_helpers import judged_run
+from tests.page_helpers import htmx_settled, judged_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -127,6 +127,7 @@ def test_filter_runs_by_a_failing_criterion(
 
     page.select_option("#f-rubric", str(rubric.id))
     expect(page.locator("select#f-criterion")).to_be_visible()
+    htmx_settled(page)
     page.select_option("#f-criterion", "c2")
 
     rows = page.get_by_test_id("runs").locator("tbody tr")

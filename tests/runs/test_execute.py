@@ -47,7 +47,7 @@ def test_a_worker_that_lost_its_lease_cannot_write_its_late_result(
 ):
     run = make_run(rubric=make_rubric().slug)
     evaluation = only_evaluation(run)
-    stale, stale_token = evaluation_claim(evaluation_id=str(evaluation.id))
+    stale, stale_token, _ = evaluation_claim(evaluation_id=str(evaluation.id))
     later = timezone.now() + timedelta(hours=1)
     assert evaluations_sweep(now=later).expired == 1
     assert evaluation_execute(evaluation_id=str(evaluation.id)).status == "succeeded"
