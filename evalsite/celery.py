@@ -13,6 +13,15 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 
+@signals.worker_init.connect
+def _limit_judge_calls(sender: object = None, **_: object) -> None:
+    """At most --concurrency judge calls in flight per worker process, also when messages
+    carry several evaluations each (runs.tasks.evaluate_many)."""
+    from runs.judge_runtime import limit_calls
+
+    limit_calls(getattr(sender, "concurrency", None))
+
+
 @signals.worker_ready.connect
 def _freeze_startup_objects(**_: object) -> None:
     """Move everything allocated at start-up out of the garbage collector's reach.

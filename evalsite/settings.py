@@ -203,6 +203,9 @@ EVALSITE_SWEEP_INTERVAL = env_float("EVALSITE_SWEEP_INTERVAL", 30.0)
 # A queued evaluation older than this is assumed lost by the broker and enqueued again.
 EVALSITE_REQUEUE_AFTER = env_int("EVALSITE_REQUEUE_AFTER", 120)
 EVALSITE_MAX_ATTEMPTS = env_int("EVALSITE_MAX_ATTEMPTS", 5)
+# Evaluations per broker message when many are sent at once (bulk ingest, re-score): a worker
+# claims, judges (concurrently) and writes one message's evaluations together. 1: a message each.
+EVALSITE_TASK_BATCH = env_int("EVALSITE_TASK_BATCH", 8)
 EVALSITE_MAX_RUN_BYTES = env_int("EVALSITE_MAX_RUN_BYTES", 1_000_000)
 EVALSITE_PAGE_SIZE_MAX = env_int("EVALSITE_PAGE_SIZE_MAX", 200)
 # POST /api/runs/bulk bodies (up to 1,000 runs) are refused above this before parsing.

@@ -43,6 +43,31 @@ def _stop() -> None:
 atexit.register(_stop)
 
 
+_limit: int | None = None
+_slots: asyncio.Semaphore | None = None
+
+
+def limit_calls(limit: int | None) -> None:
+    """Keep at most ``limit`` judge calls of this process in flight (None: no limit).
+
+    A worker sets it to its concurrency: a broker message may carry several evaluations,
+    so threads alone no longer bound the calls in flight."""
+    global _limit, _slots
+    _limit = limit if limit and limit > 0 else None
+    _slots = None
+
+
+async def judge_slot(coro: Coroutine[Any, Any, T]) -> T:
+    """Await ``coro`` within the process's limit of judge calls in flight (on the judge loop)."""
+    global _slots
+    if _limit is None:
+        return await coro
+    if _slots is None:
+        _slots = asyncio.Semaphore(_limit)
+    async with _slots:
+        return await coro
+
+
 def judge_loop() -> asyncio.AbstractEventLoop:
     global _loop
     with _lock:

@@ -4,7 +4,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import close_old_connections
 
-from .services import evaluation_execute, evaluations_sweep
+from .services import evaluation_execute, evaluations_execute, evaluations_sweep
 
 
 @shared_task(
@@ -24,6 +24,29 @@ def evaluate(evaluation_id: str) -> str:
     close_old_connections()
     try:
         return evaluation_execute(evaluation_id=evaluation_id).status
+    finally:
+        close_old_connections()
+
+
+@shared_task(
+    name="runs.tasks.evaluate_many",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    ignore_result=True,
+    soft_time_limit=settings.EVALSITE_TASK_TIME_LIMIT,
+    time_limit=settings.EVALSITE_TASK_TIME_LIMIT + 30,
+    max_retries=0,
+)
+def evaluate_many(evaluation_ids: list[str]) -> dict[str, int]:
+    """Several evaluations in one message (bulk ingest, re-score): judged concurrently, each
+    claimed and written exactly as `evaluate` would; the message is acknowledged when all
+    have ended. Outcomes counted by status."""
+    close_old_connections()
+    try:
+        counts: dict[str, int] = {}
+        for outcome in evaluations_execute(evaluation_ids=list(evaluation_ids)):
+            counts[outcome.status] = counts.get(outcome.status, 0) + 1
+        return counts
     finally:
         close_old_connections()
 

@@ -288,6 +288,8 @@ class JudgeState:
 
     def reset(self) -> None:
         self.requests = 0
+        self.in_flight = 0
+        self.max_in_flight = 0  # the most requests it was answering at once
         self.completions = 0
         self.criteria_judged = 0
         self.by_fault: Counter[str] = Counter()
@@ -297,6 +299,7 @@ class JudgeState:
     def stats(self) -> dict:
         return {
             "requests": self.requests,
+            "max_in_flight": self.max_in_flight,
             "completions": self.completions,
             "criteria_judged": self.criteria_judged,
             "by_fault": dict(self.by_fault),
@@ -341,6 +344,15 @@ def transport_fault(fault: str | None, arg: str | None) -> web.Response | None:
 
 async def chat_completions(request: web.Request) -> web.Response:
     state: JudgeState = request.app["state"]
+    state.in_flight += 1
+    state.max_in_flight = max(state.max_in_flight, state.in_flight)
+    try:
+        return await _chat_completions(request, state)
+    finally:
+        state.in_flight -= 1
+
+
+async def _chat_completions(request: web.Request, state: JudgeState) -> web.Response:
     body = await request.json()
     messages = body.get("messages") or []
     all_text = "\n".join(content_text(m.get("content")) for m in messages)

@@ -5,7 +5,7 @@ from .evaluations import (
     evaluations_enqueue,
     judge_config_for,
 )
-from .execute import evaluation_execute
+from .execute import evaluation_execute, evaluations_execute
 from .ingest import RunConflict, RunTooLarge, RunValidationError, run_ingest
 from .sweep import evaluations_sweep
 
@@ -15,6 +15,7 @@ __all__ = [
     "RunValidationError",
     "evaluation_create",
     "evaluation_execute",
+    "evaluations_execute",
     "evaluations_enqueue",
     "evaluations_sweep",
     "judge_config_for",

@@ -108,16 +108,23 @@ def evaluations_enqueue(ids: Iterable[UUID | str]) -> None:
 
 
 def _publish(ids: list[str], countdown: float | None = None) -> int:
-    from ..tasks import evaluate
+    """Send the evaluations, EVALSITE_TASK_BATCH to a message (a worker judges one message's
+    evaluations concurrently); the number sent."""
+    from ..tasks import evaluate, evaluate_many
 
-    sent = []
-    for evaluation_id in ids:
+    size = max(1, settings.EVALSITE_TASK_BATCH)
+    sent: list[str] = []
+    for start in range(0, len(ids), size):
+        chunk = ids[start : start + size]
         try:
-            evaluate.apply_async(args=[evaluation_id], countdown=countdown)
+            if len(chunk) == 1:
+                evaluate.apply_async(args=[chunk[0]], countdown=countdown)
+            else:
+                evaluate_many.apply_async(args=[chunk], countdown=countdown)
         except Exception:  # noqa: BLE001 - any broker failure: the sweeper retries later
-            logger.warning("broker unreachable; evaluation %s stays queued", evaluation_id)
+            logger.warning("broker unreachable; %d evaluation(s) stay queued", len(ids) - len(sent))
             break
-        sent.append(evaluation_id)
+        sent.extend(chunk)
     if sent:
         Evaluation.objects.filter(id__in=sent, status=Status.QUEUED).update(
             enqueued_at=timezone.now()

@@ -6,6 +6,7 @@ Every write is guarded by the lease token taken at claim time, so a worker that 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from dataclasses import dataclass, field, replace
@@ -19,7 +20,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from rubrics.models import Criterion
-from runs.judge_runtime import run_judged
+from runs.judge_runtime import judge_slot, run_judged
 from runs.scoring import (
     AlignmentScorer,
     AlignmentWeights,
@@ -39,7 +40,7 @@ from ..ratelimit import judge_admit, limit_for
 from .estimates import evaluation_plan
 from .evaluations import evaluation_publish_later
 from .groupcommit import GroupCommit
-from .results import record_failure, record_success, run_refresh
+from .results import Finished, record_failure, record_many, run_refresh
 
 logger = logging.getLogger(__name__)
 AlignmentModeName = Literal["user", "system", "both"]
@@ -259,40 +260,96 @@ def evaluation_execute(*, evaluation_id: str) -> Outcome:
     claim = evaluation_claim(evaluation_id=evaluation_id)
     if claim is None:
         return Outcome("skipped")
-    evaluation, token, plan = claim
-    judge, criteria, criteria_ids, reuse = plan.judge, plan.criteria, plan.criteria_ids, plan.reuse
-    try:
-        if evaluation.kind == Kind.RUBRIC:
-            if (wait := _rate_wait(evaluation, judge, criteria, reuse)) > 0:
-                return _defer(evaluation, token, wait)
-            result = run_judged(_score_rubric(evaluation, judge, criteria, reuse))
+    return _execute([claim])[0]
+
+
+def evaluations_execute(*, evaluation_ids: list[str]) -> list[Outcome]:
+    """evaluation_execute for several evaluations (one broker message): one claim for all,
+    their judge calls concurrently on the shared loop (within the process's limit of calls in
+    flight), their results written together. Each ends exactly as it would alone."""
+    claims = evaluations_claim([str(i) for i in evaluation_ids])
+    done = iter(_execute([c for c in claims if c is not None]))
+    return [Outcome("skipped") if c is None else next(done) for c in claims]
+
+
+def _execute(claims: list[Claim]) -> list[Outcome]:
+    outcomes: dict[int, Outcome] = {}
+    judging: list[tuple[int, Claim]] = []
+    for i, claim in enumerate(claims):
+        try:
+            wait = _rate_wait(claim)
+        except Exception as exc:  # noqa: BLE001 - ended below like any crash
+            outcomes[i] = _crashed(claim, exc)
+            continue
+        if wait > 0:
+            outcomes[i] = _defer(claim.evaluation, claim.token, wait)
         else:
-            if (wait := _rate_wait(evaluation, judge)) > 0:
-                return _defer(evaluation, token, wait)
-            result = run_judged(_score_alignment(evaluation, judge))
-    except TransientJudgeError as exc:
+            judging.append((i, claim))
+    results = run_judged(_judge_all([claim for _, claim in judging])) if judging else []
+    finished: list[tuple[int, Finished]] = []
+    for (i, claim), result in zip(judging, results, strict=True):
+        if isinstance(result, BaseException):
+            outcomes[i] = _failed(claim, result)
+        else:
+            finished.append(
+                (i, Finished(claim.evaluation, claim.token, result, claim.plan.criteria_ids))
+            )
+    if finished:
+        written = record_many([job for _, job in finished])
+        for (i, _), ok in zip(finished, written, strict=True):
+            outcomes[i] = Outcome("succeeded") if ok else Outcome("lost_lease")
+    return [outcomes[i] for i in range(len(claims))]
+
+
+async def _judge_all(claims: list[Claim]) -> list[Any]:
+    """Every claim's scoring, concurrently; each item the result or the exception raised."""
+    return await asyncio.gather(
+        *(judge_slot(_score(claim)) for claim in claims), return_exceptions=True
+    )
+
+
+async def _score(claim: Claim) -> Any:
+    evaluation, _, plan = claim
+    if evaluation.kind == Kind.RUBRIC:
+        return await _score_rubric(evaluation, plan.judge, plan.criteria, plan.reuse)
+    return await _score_alignment(evaluation, plan.judge)
+
+
+def _failed(claim: Claim, exc: BaseException) -> Outcome:
+    evaluation, token, _ = claim
+    if isinstance(exc, TransientJudgeError):
         return _transient(evaluation, token, exc)
-    except (PermanentJudgeError, ScoringInputError, JudgeError) as exc:
+    if isinstance(exc, PermanentJudgeError | ScoringInputError | JudgeError):
         record_failure(evaluation, token, str(exc), getattr(exc, "calls", []))
         return Outcome("failed")
-    except Exception as exc:  # a bug of ours must still end the evaluation, not strand it
-        logger.exception("evaluation %s crashed", evaluation_id)
-        record_failure(evaluation, token, f"internal error: {type(exc).__name__}: {exc}", [])
-        return Outcome("failed")
-    if not record_success(evaluation, token, result, criteria_ids):
-        return Outcome("lost_lease")
-    return Outcome("succeeded")
+    if not isinstance(exc, Exception):
+        raise exc  # KeyboardInterrupt, SystemExit, cancellation: not ours to swallow
+    return _crashed(claim, exc)
 
 
-def _rate_wait(evaluation: Evaluation, judge: JudgeConfig, criteria=None, reuse=None) -> float:
+def _crashed(claim: Claim, exc: BaseException) -> Outcome:
+    """A bug of ours must still end the evaluation, not strand it."""
+    logger.error("evaluation %s crashed", claim.evaluation.id, exc_info=exc)
+    record_failure(
+        claim.evaluation, claim.token, f"internal error: {type(exc).__name__}: {exc}", []
+    )
+    return Outcome("failed")
+
+
+def _rate_wait(claim: Claim) -> float:
     """Wait for the judge model's shared rate limit (runs.ratelimit); the seconds still to
     wait when that is longer than EVALSITE_RATE_MAX_WAIT. A limiter that is down lets the
     call through: the judge's own 429s are still handled as transient errors."""
+    evaluation, _, plan = claim
+    judge = plan.judge
     try:
         if limit_for(judge.model).unlimited:
             return 0.0  # the default: spend no CPU planning the call
-        plan = evaluation_plan(evaluation, judge, criteria, reuse)
-        return judge_admit(model=judge.model, requests=plan.requests, tokens=plan.tokens)
+        if evaluation.kind == Kind.RUBRIC:
+            need = evaluation_plan(evaluation, judge, plan.criteria, plan.reuse)
+        else:
+            need = evaluation_plan(evaluation, judge)
+        return judge_admit(model=judge.model, requests=need.requests, tokens=need.tokens)
     except Exception:  # noqa: BLE001 - fail open, loudly
         logger.exception("rate limiter unavailable for %s; calling the judge anyway", judge.model)
         return 0.0

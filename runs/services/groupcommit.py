@@ -41,25 +41,32 @@ class GroupCommit(Generic[J, R]):
         self._leading = False
 
     def submit(self, job: J) -> R:
-        entry: _Entry[J] = _Entry(job)
+        return self.submit_many([job])[0]
+
+    def submit_many(self, jobs: list[J]) -> list[R]:
+        """Each job's answer, in order; raises the first job's error if any failed."""
+        entries: list[_Entry[J]] = [_Entry(job) for job in jobs]
         with self._cond:
-            self._pending.append(entry)
-            while not entry.done and self._leading:
-                self._cond.wait()
-            if not entry.done:
+            self._pending.extend(entries)
+        while True:
+            with self._cond:
+                while not entries[-1].done and self._leading:
+                    self._cond.wait()
+                if entries[-1].done:
+                    break
                 self._leading = True
-                batch = self._pending[: self._max_batch]
-                del self._pending[: self._max_batch]
-        if not entry.done:
+                batch = self._pending[: max(self._max_batch, len(entries))]
+                del self._pending[: len(batch)]
             try:
                 self._run(batch)
             finally:
                 with self._cond:
                     self._leading = False
                     self._cond.notify_all()
-        if entry.error is not None:
-            raise entry.error
-        return entry.result
+        for entry in entries:
+            if entry.error is not None:
+                raise entry.error
+        return [entry.result for entry in entries]
 
     def _run(self, batch: list[_Entry[J]]) -> None:
         try:

@@ -92,6 +92,11 @@ def record_success(
     return _commits.submit(Finished(evaluation, token, result, criteria_ids))
 
 
+def record_many(jobs: list[Finished]) -> list[bool]:
+    """record_success for several results (group commit, as one caller)."""
+    return _commits.submit_many(jobs)
+
+
 def record_successes(jobs: list[Finished]) -> list[bool]:
     """Write several judged evaluations in one transaction with a fixed number of
     statements; for each, False (and nothing written for it) when its lease was lost."""
