@@ -8,6 +8,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from tests.fake_judge import FakeJudge
@@ -58,7 +59,13 @@ def test_a_counted_fault_hits_only_the_first_n_identical_requests(server):
 def test_reset_clears_counters_and_fault_memory(server):
     ask(server, "refund [[judge:500x1]]")
     server.reset()
-    assert server.stats() == {"requests": 0, "completions": 0, "criteria_judged": 0, "by_fault": {}}
+    assert server.stats() == {
+        "requests": 0,
+        "max_in_flight": 0,
+        "completions": 0,
+        "criteria_judged": 0,
+        "by_fault": {},
+    }
     assert ask(server, "refund [[judge:500x1]]")[0] == 500
 
 
@@ -67,6 +74,7 @@ def test_stats_count_requests_completions_and_criteria_judged(server):
     ask(server, "refund [[judge:400]]")
     assert server.stats() == {
         "requests": 2,
+        "max_in_flight": 1,
         "completions": 1,
         "criteria_judged": 2,
         "by_fault": {"400": 1},
@@ -118,3 +126,10 @@ def test_it_runs_as_a_process_printing_its_url(tmp_path):
     finally:
         process.terminate()
         process.wait(10)
+
+
+def test_stats_report_the_most_requests_answered_at_once(server):
+    server.set_latency(0.3)
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda i: ask(server, f"refund {i}"), range(4)))
+    assert server.stats()["max_in_flight"] == 4

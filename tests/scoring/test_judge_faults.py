@@ -22,6 +22,40 @@ from runs.scoring import (
 from runs.scoring.judge import complete_json
 
 CRITERIA = '- Mentions "refund"\n- Is polite'
+
+
+@pytest.fixture(autouse=True, params=["litellm", "direct"])
+def transport(request, monkeypatch):
+    """Every fault twice: through litellm, and through the direct transport that workers use
+    for OpenAI-compatible servers (runs/scoring/direct.py), which must fail the same way."""
+    if request.param == "direct":
+        import litellm
+
+        from runs import judge_runtime
+        from runs.scoring import alignment, rubric
+
+        def on_the_worker_loop(make_coro, scorer):
+            return judge_runtime.run_judged(make_coro())
+
+        async def refuse(*args, **kwargs):
+            raise AssertionError("the direct transport must not call litellm")
+
+        for module in (rubric, alignment):
+            monkeypatch.setattr(module, "run_sync", on_the_worker_loop)
+        monkeypatch.setattr(litellm, "acompletion", refuse)
+    return request.param
+
+
+@pytest.fixture
+def run_async(transport):
+    """Run a coroutine where the transport under test applies."""
+    if transport == "direct":
+        from runs.judge_runtime import run_judged
+
+        return run_judged
+    return asyncio.run
+
+
 OUTPUT = "Your refund was sent."
 
 
@@ -188,7 +222,7 @@ def test_json_object_mode_puts_the_schema_in_the_system_prompt(judge, server):
     assert result.passed is True
 
 
-def test_an_answer_in_a_json_fence_is_accepted(judge):
+def test_an_answer_in_a_json_fence_is_accepted(judge, run_async):
     messages = [{"role": "user", "content": "<task>\nx\n</task>"}]
 
     async def ask():
@@ -200,5 +234,14 @@ def test_an_answer_in_a_json_fence_is_accepted(judge):
             validate=lambda data: data["intent"],
         )
 
-    intent, calls = asyncio.run(ask())
+    intent, calls = run_async(ask())
     assert intent["score"] == 0.2 and len(calls) == 1
+
+
+def test_the_request_carries_the_model_schema_and_sampling_parameters(judge, server):
+    score(judge.model_copy(update={"temperature": 0.0, "max_tokens": 300, "extra": {"seed": 7}}))
+    body = server.last_request()
+    assert body["model"] == "fake-judge"  # litellm's provider prefix is not part of the name
+    assert body["response_format"]["type"] == "json_schema"
+    assert "verdicts" in body["response_format"]["json_schema"]["schema"]["required"]
+    assert body["max_tokens"] == 300 and body["temperature"] == 0.0 and body["seed"] == 7

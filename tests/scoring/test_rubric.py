@@ -107,6 +107,7 @@ def test_batched_asks_all_criteria_in_one_call(judge, server):
     assert len(result.calls) == 1
     assert server.stats() | {"by_fault": {}} == {
         "requests": 1,
+        "max_in_flight": 1,
         "completions": 1,
         "criteria_judged": 3,
         "by_fault": {},
