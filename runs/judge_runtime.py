@@ -11,7 +11,7 @@ import asyncio
 import atexit
 import contextlib
 import threading
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
 from runs.scoring import direct
@@ -45,16 +45,42 @@ atexit.register(_stop)
 
 _limit: int | None = None
 _slots: asyncio.Semaphore | None = None
+_held = threading.Condition()
+_holding = 0
 
 
 def limit_calls(limit: int | None) -> None:
-    """Keep at most ``limit`` judge calls of this process in flight (None: no limit).
+    """Keep at most ``limit`` judge calls of this process in flight (None: no limit), and at
+    most twice that many evaluations claimed and not yet written.
 
     A worker sets it to its concurrency: a broker message may carry several evaluations,
-    so threads alone no longer bound the calls in flight."""
+    so threads alone no longer bound the calls in flight. The claim bound keeps a claimed
+    evaluation from waiting for a judge slot longer than about one judge call, well inside
+    its lease."""
     global _limit, _slots
     _limit = limit if limit and limit > 0 else None
     _slots = None
+
+
+@contextlib.contextmanager
+def claim_room(wanted: int) -> Iterator[int]:
+    """Block until the process may claim ``wanted`` more evaluations; yields how many it may
+    claim (fewer when ``wanted`` alone exceeds the bound) and gives the room back on exit."""
+    global _holding
+    if _limit is None or wanted <= 0:
+        yield wanted
+        return
+    room = min(wanted, 2 * _limit)
+    with _held:
+        while _holding + room > 2 * _limit:
+            _held.wait()
+        _holding += room
+    try:
+        yield room
+    finally:
+        with _held:
+            _holding -= room
+            _held.notify_all()
 
 
 async def judge_slot(coro: Coroutine[Any, Any, T]) -> T:

@@ -20,7 +20,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from rubrics.models import Criterion
-from runs.judge_runtime import judge_slot, run_judged
+from runs.judge_runtime import claim_room, judge_slot, run_judged
 from runs.scoring import (
     AlignmentScorer,
     AlignmentWeights,
@@ -267,9 +267,14 @@ def evaluations_execute(*, evaluation_ids: list[str]) -> list[Outcome]:
     """evaluation_execute for several evaluations (one broker message): one claim for all,
     their judge calls concurrently on the shared loop (within the process's limit of calls in
     flight), their results written together. Each ends exactly as it would alone."""
-    claims = evaluations_claim([str(i) for i in evaluation_ids])
-    done = iter(_execute([c for c in claims if c is not None]))
-    return [Outcome("skipped") if c is None else next(done) for c in claims]
+    ids = [str(i) for i in evaluation_ids]
+    outcomes: list[Outcome] = []
+    while len(outcomes) < len(ids):
+        with claim_room(len(ids) - len(outcomes)) as room:
+            claims = evaluations_claim(ids[len(outcomes) : len(outcomes) + room])
+            done = iter(_execute([c for c in claims if c is not None]))
+            outcomes += [Outcome("skipped") if c is None else next(done) for c in claims]
+    return outcomes
 
 
 def _execute(claims: list[Claim]) -> list[Outcome]:

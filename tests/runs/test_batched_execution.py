@@ -159,3 +159,25 @@ def test_a_bulk_ingest_is_judged_in_batched_messages_within_the_workers_concurre
     assert 1 < stats["max_in_flight"] <= 3
     assert CriterionVerdict.objects.filter(run__team=team, is_current=True).count() == 60
     assert set(Evaluation.objects.filter(team=team).values_list("attempts", flat=True)) == {1}
+
+
+def test_a_process_claims_at_most_twice_its_limit_of_calls_in_flight():
+    from runs import judge_runtime
+
+    judge_runtime.limit_calls(2)
+    try:
+        entered = threading.Event()
+
+        def another() -> None:
+            with judge_runtime.claim_room(1):
+                entered.set()
+
+        with judge_runtime.claim_room(10) as room:
+            assert room == 4
+            waiting = threading.Thread(target=another)
+            waiting.start()
+            assert not entered.wait(0.2)  # no room until the first claim is written
+        assert entered.wait(5)
+        waiting.join()
+    finally:
+        judge_runtime.limit_calls(None)
