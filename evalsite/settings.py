@@ -231,6 +231,9 @@ EVALSITE_RESCORE_MAX_RUNS = env_int("EVALSITE_RESCORE_MAX_RUNS", 20_000)
 EVALSITE_WEBHOOK_TIMEOUT = env_float("EVALSITE_WEBHOOK_TIMEOUT", 10.0)
 EVALSITE_WEBHOOK_MAX_RETRIES = env_int("EVALSITE_WEBHOOK_MAX_RETRIES", 8)
 EVALSITE_WEBHOOK_BACKOFF = env_float("EVALSITE_WEBHOOK_BACKOFF", 2.0)
+# Webhooks to loopback, private, link-local or otherwise non-public addresses are refused (a
+# team must not make the server call its own network); set to 1 for receivers on your LAN.
+EVALSITE_WEBHOOK_ALLOW_PRIVATE = os.environ.get("EVALSITE_WEBHOOK_ALLOW_PRIVATE", "0") == "1"
 
 # --- Human review and judge calibration (reviews/) --------------------------------------------
 # Criteria whose judge–human Cohen's kappa is below this are flagged on the rubric's pages.

@@ -13,6 +13,8 @@ from pathlib import Path
 
 _ROOT = Path(__file__).resolve().parent.parent / ".testdata"
 RUN_ID = os.environ.setdefault("EVALSITE_TEST_RUN_ID", str(os.getpid()))
+# Test receivers listen on 127.0.0.1; the guard's own tests switch this off again.
+os.environ.setdefault("EVALSITE_WEBHOOK_ALLOW_PRIVATE", "1")
 os.environ.setdefault("EVALSITE_DATA_DIR", str(_ROOT / RUN_ID))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 

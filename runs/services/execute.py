@@ -146,7 +146,7 @@ def judge_for(evaluation: Evaluation) -> JudgeConfig:
         model=config.pop("model", "") or "",
         api_base=api_base,
         api_key=api_key,
-        transport=settings.EVALSITE_JUDGE_TRANSPORT,
+        transport=cast(Literal["auto", "litellm"], settings.EVALSITE_JUDGE_TRANSPORT),
         extra=config,
         **known,
     )

@@ -376,6 +376,10 @@ def _clean_webhook(url: str | None) -> str:
         raise RescoreValidationError({"webhook_url": "must be an http(s) URL"}) from exc
     if len(url) > 200:
         raise RescoreValidationError({"webhook_url": "at most 200 characters"})
+    from .rescore_webhook import webhook_refusal
+
+    if (refusal := webhook_refusal(url, resolve=False)) is not None:
+        raise RescoreValidationError({"webhook_url": refusal})
     return url
 
 

@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import json
+import socket
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 from django.conf import settings
@@ -33,6 +36,38 @@ from ..models import RescoreBatch
 
 class WebhookFailed(Exception):
     """The receiver did not accept the delivery (retry later)."""
+
+
+def webhook_refusal(url: str, *, resolve: bool) -> str | None:
+    """Why the server must not call ``url`` (None: it may). Loopback, private, link-local,
+    reserved and multicast addresses are refused unless EVALSITE_WEBHOOK_ALLOW_PRIVATE is set.
+    With ``resolve`` the host name is looked up and every address it has is checked (done
+    right before each delivery); without, only literal addresses and localhost names are
+    (done when the batch is created, which must not depend on DNS)."""
+    if settings.EVALSITE_WEBHOOK_ALLOW_PRIVATE:
+        return None
+    host = (urlsplit(url).hostname or "").rstrip(".").lower()
+    if not host:
+        return "has no host"
+    if host == "localhost" or host.endswith(".localhost"):
+        return f"points to {host}, this machine"
+    try:
+        addresses = [ipaddress.ip_address(host)]
+    except ValueError:
+        if not resolve:
+            return None
+        try:
+            infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+        except OSError as exc:
+            return f"host {host} does not resolve ({exc})"
+        addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
+    for address in addresses:
+        if not address.is_global or address.is_multicast:
+            return (
+                f"points to {address}, a private, loopback or link-local address "
+                "(set EVALSITE_WEBHOOK_ALLOW_PRIVATE=1 to allow receivers on your network)"
+            )
+    return None
 
 
 def webhook_signature(*, secret: str, body: bytes, timestamp: int) -> str:
@@ -66,6 +101,12 @@ def batch_webhook_deliver(*, batch_id: Any) -> bool:
     if batch is None or not batch.webhook_url or batch.finished_at is None:
         return False
     if batch.webhook_delivered_at is not None:
+        return False
+    refusal = webhook_refusal(batch.webhook_url, resolve=True)
+    if refusal is not None:  # checked again here: DNS may have changed since the batch began
+        RescoreBatch.objects.filter(pk=batch.pk).update(
+            webhook_error=f"not delivered: the webhook URL {refusal}"[:2000]
+        )
         return False
     body = _body(batch)
     headers = {

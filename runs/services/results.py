@@ -174,7 +174,9 @@ def _current_after(jobs: list[Finished]) -> _Current:
             "id", "run_id", "kind", "rubric_id", "created_at"
         )
     )
-    holder = {(r["run_id"], r["kind"], r["rubric_id"]): r for r in rows}
+    holder: dict[tuple[Any, Any, Any], dict[str, Any]] = {
+        (r["run_id"], r["kind"], r["rubric_id"]): dict(r) for r in rows
+    }
     promoted: set[Any] = set()
     demoted: set[Any] = set()
     for job in sorted(jobs, key=lambda j: j.evaluation.created_at):
@@ -297,7 +299,7 @@ def runs_refresh(rubric_of: dict[Any, Any]) -> None:
             "passed",
         )
     ):
-        by_run[row["run_id"]].append(row)
+        by_run[row["run_id"]].append(dict(row))
     fields: dict[Any, dict[str, Any]] = {}
     picked: dict[Any, tuple[Any, Any]] = {}
     for run_id, evaluations in by_run.items():

@@ -7,6 +7,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from django.utils import timezone
 
 from runs.models import RescoreBatch
 from runs.services.rescore import RescoreScope, batch_create
@@ -95,3 +96,70 @@ def test_a_signature_covers_the_body_and_its_timestamp():
     assert not webhook_verify(secret="s3cret", body=b'{"a":2}', header=header)
     assert not webhook_verify(secret="s3cret", body=b'{"a":1}', header=header)  # too old
     assert not webhook_verify(secret="s3cret", body=b'{"a":1}', header="garbage")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8000/hook",
+        "http://localhost/hook",
+        "http://10.1.2.3/hook",
+        "http://192.168.0.10/hook",
+        "http://169.254.169.254/latest/meta-data",  # cloud metadata
+        "http://[::1]/hook",
+        "http://0.0.0.0/hook",
+    ],
+)
+def test_a_webhook_to_this_machine_or_a_private_network_is_refused(settings, url):
+    from runs.services.rescore_webhook import webhook_refusal
+
+    settings.EVALSITE_WEBHOOK_ALLOW_PRIVATE = False
+    assert webhook_refusal(url, resolve=False) is not None
+    assert webhook_refusal(url, resolve=True) is not None
+
+
+def test_a_public_webhook_is_allowed_and_a_private_one_can_be_allowed(settings):
+    from runs.services.rescore_webhook import webhook_refusal
+
+    settings.EVALSITE_WEBHOOK_ALLOW_PRIVATE = False
+    assert webhook_refusal("https://93.184.216.34/hook", resolve=True) is None
+    assert webhook_refusal("https://hooks.example.com/x", resolve=False) is None  # DNS later
+    settings.EVALSITE_WEBHOOK_ALLOW_PRIVATE = True
+    assert webhook_refusal("http://127.0.0.1/hook", resolve=True) is None
+
+
+def test_a_batch_with_a_private_webhook_is_refused_naming_the_field(
+    settings, db, team, make_rubric, make_run, fake_judge
+):
+    from runs.services.rescore import RescoreValidationError
+
+    settings.EVALSITE_WEBHOOK_ALLOW_PRIVATE = False
+    rubric = make_rubric()
+    run = make_run(output="x")
+    with pytest.raises(RescoreValidationError) as caught:
+        batch_create(
+            team=team,
+            rubric=rubric,
+            scope=RescoreScope(runs=(run.pk,)),
+            webhook_url="http://169.254.169.254/latest",
+        )
+    assert "webhook_url" in caught.value.errors
+
+
+def test_every_delivery_checks_the_address_again(
+    settings, db, team, make_rubric, make_run, fake_judge
+):
+    from runs.services.rescore_webhook import batch_webhook_deliver
+
+    rubric = make_rubric()
+    run = make_run(output="Refund for order number 7, thanks")
+    batch, _ = batch_create(
+        team=team, rubric=rubric, scope=RescoreScope(runs=(run.pk,)),
+        webhook_url="http://127.0.0.1:9/hook",  # the guard was off when it was created
+    )  # fmt: skip
+    RescoreBatch.objects.filter(pk=batch.pk).update(finished_at=timezone.now())
+    settings.EVALSITE_WEBHOOK_ALLOW_PRIVATE = False
+
+    assert batch_webhook_deliver(batch_id=batch.pk) is False
+    batch.refresh_from_db()
+    assert batch.webhook_delivered_at is None and "loopback" in batch.webhook_error
