@@ -6,20 +6,22 @@ from django.db import close_old_connections
 
 from .services import evaluation_execute, evaluations_execute, evaluations_sweep
 
-
-@shared_task(
-    name="runs.tasks.evaluate",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    ignore_result=True,
+# Both evaluation tasks: acknowledged once the work has ended, redelivered if the worker dies.
+EVALUATION_TASK = {
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "ignore_result": True,
     # Time limits are enforced by the judge timeout inside (thread pools cannot kill a task);
     # under prefork these also bound a stuck task.
-    soft_time_limit=settings.EVALSITE_TASK_TIME_LIMIT,
-    time_limit=settings.EVALSITE_TASK_TIME_LIMIT + 30,
+    "soft_time_limit": settings.EVALSITE_TASK_TIME_LIMIT,
+    "time_limit": settings.EVALSITE_TASK_TIME_LIMIT + 30,
     # Transient judge failures re-queue through the database (see services.execute), so
     # Celery itself never retries: a retry here could not be deduplicated.
-    max_retries=0,
-)
+    "max_retries": 0,
+}
+
+
+@shared_task(name="runs.tasks.evaluate", **EVALUATION_TASK)
 def evaluate(evaluation_id: str) -> str:
     close_old_connections()
     try:
@@ -28,15 +30,7 @@ def evaluate(evaluation_id: str) -> str:
         close_old_connections()
 
 
-@shared_task(
-    name="runs.tasks.evaluate_many",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    ignore_result=True,
-    soft_time_limit=settings.EVALSITE_TASK_TIME_LIMIT,
-    time_limit=settings.EVALSITE_TASK_TIME_LIMIT + 30,
-    max_retries=0,
-)
+@shared_task(name="runs.tasks.evaluate_many", **EVALUATION_TASK)
 def evaluate_many(evaluation_ids: list[str]) -> dict[str, int]:
     """Several evaluations in one message (bulk ingest, re-score): judged concurrently, each
     claimed and written exactly as `evaluate` would; the message is acknowledged when all
