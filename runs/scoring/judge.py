@@ -333,12 +333,35 @@ def _read(response: Any) -> tuple[str, str | None, int | None, int | None]:
 
 
 _openai_route: dict[tuple[str, str | None], str | None] = {}
+# `extra` keys that are fields of an OpenAI chat request body, sent as they are. Any other key
+# (extra_headers, drop_params, api_version, ...) is a litellm option: such a judge goes
+# through litellm, which knows what it means.
+_BODY_PARAMS = frozenset(
+    {
+        "top_p",
+        "seed",
+        "stop",
+        "n",
+        "presence_penalty",
+        "frequency_penalty",
+        "logit_bias",
+        "logprobs",
+        "top_logprobs",
+        "user",
+        "reasoning_effort",
+        "service_tier",
+        "max_completion_tokens",
+        *_CUSTOM_PRICE_KEYS,
+    }
+)
 
 
 def _direct_model(config: JudgeConfig) -> str | None:
     """The model name to send straight to an OpenAI-compatible api_base, or None when this
     call goes through litellm (another provider, no api_base, or transport="litellm")."""
     if config.transport != "auto" or not config.api_base or not direct.available():
+        return None
+    if not _BODY_PARAMS.issuperset(config.extra):
         return None
     key = (config.model, config.api_base)
     if key not in _openai_route:

@@ -245,3 +245,18 @@ def test_the_request_carries_the_model_schema_and_sampling_parameters(judge, ser
     assert body["response_format"]["type"] == "json_schema"
     assert "verdicts" in body["response_format"]["json_schema"]["schema"]["required"]
     assert body["max_tokens"] == 300 and body["temperature"] == 0.0 and body["seed"] == 7
+
+
+def test_a_judge_with_litellm_options_goes_through_litellm(judge):
+    from runs.judge_runtime import run_judged
+    from runs.scoring.judge import _direct_model
+
+    async def route(config):
+        return _direct_model(config)
+
+    plain = judge.model_copy(update={"extra": {"seed": 7, "top_p": 0.5}})
+    with_options = judge.model_copy(update={"extra": {"extra_headers": {"X-Team": "a"}}})
+    assert run_judged(route(plain)) == "fake-judge"  # on the worker's loop
+    assert run_judged(route(with_options)) is None
+    assert run_judged(route(judge.model_copy(update={"transport": "litellm"}))) is None
+    assert asyncio.run(route(plain)) is None  # a short-lived loop of the caller's own
