@@ -26,6 +26,7 @@ from evalsite.pagination import InvalidCursor
 from rubrics.services import RubricValidationError
 from runs.services import RunConflict, RunTooLarge, RunValidationError
 from runs.services.bulk import BulkValidationError
+from runs.services.rescore import IdempotencyConflict
 from runs.services.score import ScoreConflict
 from teams.api import api_auth
 
@@ -221,6 +222,11 @@ def on_conflict(request: HttpRequest, exc: RunConflict) -> HttpResponse:
 @api.exception_handler(ScoreConflict)
 def on_score_conflict(request: HttpRequest, exc: ScoreConflict) -> HttpResponse:
     return error(request, 409, str(exc), run_id=str(exc.run.id))
+
+
+@api.exception_handler(IdempotencyConflict)
+def on_idempotency_conflict(request: HttpRequest, exc: IdempotencyConflict) -> HttpResponse:
+    return error(request, 409, str(exc), batch_id=str(exc.batch.pk))
 
 
 @api.exception_handler(RunTooLarge)

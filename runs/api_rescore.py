@@ -178,7 +178,7 @@ def _scope(body: RescoreIn) -> RescoreScope:
 
 
 @router.post(
-    "/rescore", response=with_errors({200: DryRunOut, 202: BatchOut}), operation_id="rescore"
+    "/rescore", response=with_errors({200: DryRunOut, 202: BatchOut}, 409), operation_id="rescore"
 )
 def rescore(request: HttpRequest, body: RescoreIn, idempotency_key: str | None = IdempotencyKey):
     """Re-score runs of a rubric: the listed `runs`, else the runs matching the filters.
@@ -205,7 +205,7 @@ def rescore(request: HttpRequest, body: RescoreIn, idempotency_key: str | None =
 
 @router.post(
     "/runs/{run_id}/rescore",
-    response=with_errors({200: DryRunOut, 202: BatchOut}, 404),
+    response=with_errors({200: DryRunOut, 202: BatchOut}, 404, 409),
     operation_id="rescore_run",
 )
 def rescore_run(

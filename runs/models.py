@@ -113,6 +113,9 @@ class RescoreBatch(models.Model):
     estimate = models.JSONField(default=dict)
     total = models.PositiveIntegerField(default=0)
     idempotency_key = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
+    # SHA-256 of what was asked (rubric, scope, version, judge, force, webhook): the same
+    # idempotency key with another request is a conflict, not this batch.
+    request_hash = models.CharField(max_length=64, blank=True)
     webhook_url = models.URLField(blank=True)
     webhook_delivered_at = models.DateTimeField(null=True, blank=True)
     webhook_attempts = models.PositiveIntegerField(default=0)

@@ -26,6 +26,8 @@ releasing, cancelling and ending are compare-and-set updates.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import uuid
 from collections.abc import Iterator, Sequence
@@ -82,6 +84,17 @@ __all__ = [
     "run_rescore_estimate",
 ]
 CHUNK = 500  # ids per IN (...) clause: well under SQLite's variable limit
+
+
+class IdempotencyConflict(ValueError):
+    """The idempotency key already names a batch made for another request."""
+
+    def __init__(self, key: str, batch: RescoreBatch) -> None:
+        super().__init__(
+            f"Idempotency-Key {key!r} was already used for a different re-score request "
+            f"(batch {batch.pk}); use a new key for a new request"
+        )
+        self.batch = batch
 
 
 class RescoreValidationError(ValueError):
@@ -438,10 +451,11 @@ def batch_create(
     same version and judge are skipped (counted in ``estimate.skipped_pending``)."""
     scope = scope or RescoreScope()
     key = (idempotency_key or "").strip()[:200] or None
+    asked = _request_hash(rubric, scope, target_version, judge, force, webhook_url)
     if key:
         existing = RescoreBatch.objects.filter(team=team, idempotency_key=key).first()
         if existing is not None:
-            return existing, False
+            return _same_request(key, existing, asked), False
     version = _target_version(rubric, target_version)
     model_override = _clean_judge(judge)
     judge_config = _judge(rubric, model_override)
@@ -452,7 +466,7 @@ def batch_create(
             batch = RescoreBatch.objects.create(
                 team=team, rubric=rubric, rubric_version=version, judge_model=judge_config.model,
                 force=force, scope=scope.as_json() | {"target_version": version.number},
-                idempotency_key=key, webhook_url=url, created_by=user,
+                idempotency_key=key, request_hash=asked, webhook_url=url, created_by=user,
                 window=max(1, settings.EVALSITE_BATCH_WINDOW),
             )  # fmt: skip
             queued = _insert_evaluations(batch, run_ids, version, model_override)
@@ -471,8 +485,35 @@ def batch_create(
         )
         if existing is None:
             raise
-        return existing, False
+        return _same_request(key or "", existing, asked), False
     return batch, True
+
+
+def _request_hash(
+    rubric: Rubric,
+    scope: RescoreScope,
+    target_version: int | None,
+    judge: str | None,
+    force: bool,
+    webhook_url: str | None,
+) -> str:
+    asked = {
+        "rubric": str(rubric.pk) if rubric is not None else None,
+        "scope": scope.as_json(),
+        "target_version": target_version,
+        "judge": (judge or "").strip(),
+        "force": force,
+        "webhook_url": (webhook_url or "").strip(),
+    }
+    return hashlib.sha256(json.dumps(asked, sort_keys=True).encode()).hexdigest()
+
+
+def _same_request(key: str, batch: RescoreBatch, asked: str) -> RescoreBatch:
+    """The batch a repeated request gets back; IdempotencyConflict when the key was used for
+    another request (batches from before request hashes existed match any request)."""
+    if batch.request_hash and batch.request_hash != asked:
+        raise IdempotencyConflict(key, batch)
+    return batch
 
 
 def _after_create(batch_id: Any) -> None:

@@ -79,6 +79,20 @@ def test_the_same_idempotency_key_returns_the_same_batch(api, rubric, judged_run
     assert RescoreBatch.objects.count() == 1 and Evaluation.objects.exclude(batch=None).count() == 2
 
 
+def test_the_same_idempotency_key_with_another_request_is_a_conflict(api, rubric, judged_runs):
+    judged_runs(2)
+    first = api.post("/rescore", {"rubric": rubric.slug}, **{"Idempotency-Key": "nightly"})
+
+    other = api.post(
+        "/rescore", {"rubric": rubric.slug, "force": True}, **{"Idempotency-Key": "nightly"}
+    )
+
+    assert other.status_code == 409, other.content
+    assert "nightly" in other.json()["message"]
+    assert other.json()["extra"]["batch_id"] == first.json()["id"]
+    assert RescoreBatch.objects.count() == 1
+
+
 def test_a_duplicate_request_without_a_key_queues_no_run_twice(api, rubric, judged_runs):
     judged_runs(2)
 
