@@ -15,6 +15,7 @@ from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
 from runs.scoring import direct
+from runs.scoring.judge import limit_calls_in_flight
 
 T = TypeVar("T")
 
@@ -44,7 +45,6 @@ atexit.register(_stop)
 
 
 _limit: int | None = None
-_slots: asyncio.Semaphore | None = None
 _held = threading.Condition()
 _holding = 0
 
@@ -57,9 +57,9 @@ def limit_calls(limit: int | None) -> None:
     so threads alone no longer bound the calls in flight. The claim bound keeps a claimed
     evaluation from waiting for a judge slot longer than about one judge call, well inside
     its lease."""
-    global _limit, _slots
+    global _limit
     _limit = limit if limit and limit > 0 else None
-    _slots = None
+    limit_calls_in_flight(_limit)
 
 
 @contextlib.contextmanager
@@ -81,17 +81,6 @@ def claim_room(wanted: int) -> Iterator[int]:
         with _held:
             _holding -= room
             _held.notify_all()
-
-
-async def judge_slot(coro: Coroutine[Any, Any, T]) -> T:
-    """Await ``coro`` within the process's limit of judge calls in flight (on the judge loop)."""
-    global _slots
-    if _limit is None:
-        return await coro
-    if _slots is None:
-        _slots = asyncio.Semaphore(_limit)
-    async with _slots:
-        return await coro
 
 
 def judge_loop() -> asyncio.AbstractEventLoop:

@@ -22,6 +22,7 @@ import contextlib
 import logging
 import random
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import ContextVar
@@ -408,7 +409,39 @@ async def _request(config: JudgeConfig, messages: list[dict], response_format: d
     return (*_read(response), response)
 
 
+_call_limit: int | None = None
+_call_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def limit_calls_in_flight(limit: int | None) -> None:
+    """At most ``limit`` judge requests in flight per event loop of this process (None: no
+    limit). A worker sets it to its concurrency; each request, however many an evaluation
+    makes at once (independent criteria, both alignment perspectives), takes one slot."""
+    global _call_limit
+    _call_limit = limit if limit and limit > 0 else None
+    _call_slots.clear()
+
+
+def _call_slot() -> contextlib.AbstractAsyncContextManager[Any]:
+    if _call_limit is None:
+        return contextlib.nullcontext()
+    loop = asyncio.get_running_loop()
+    slots = _call_slots.get(loop)
+    if slots is None:
+        slots = _call_slots[loop] = asyncio.Semaphore(_call_limit)
+    return slots
+
+
 async def _call_once(
+    config: JudgeConfig, messages: list[dict], response_format: dict, calls: list[JudgeCall]
+) -> _Answer:
+    async with _call_slot():
+        return await _call_once_now(config, messages, response_format, calls)
+
+
+async def _call_once_now(
     config: JudgeConfig, messages: list[dict], response_format: dict, calls: list[JudgeCall]
 ) -> _Answer:
     started = time.perf_counter()

@@ -20,7 +20,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from rubrics.models import Criterion
-from runs.judge_runtime import claim_room, judge_slot, run_judged
+from runs.judge_runtime import claim_room, run_judged
 from runs.scoring import (
     AlignmentScorer,
     AlignmentWeights,
@@ -308,9 +308,7 @@ def _execute(claims: list[Claim]) -> list[Outcome]:
 
 async def _judge_all(claims: list[Claim]) -> list[Any]:
     """Every claim's scoring, concurrently; each item the result or the exception raised."""
-    return await asyncio.gather(
-        *(judge_slot(_score(claim)) for claim in claims), return_exceptions=True
-    )
+    return await asyncio.gather(*(_score(claim) for claim in claims), return_exceptions=True)
 
 
 async def _score(claim: Claim) -> Any:

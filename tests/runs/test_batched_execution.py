@@ -181,3 +181,25 @@ def test_a_process_claims_at_most_twice_its_limit_of_calls_in_flight():
         waiting.join()
     finally:
         judge_runtime.limit_calls(None)
+
+
+def test_the_limit_counts_every_judge_request_not_evaluations(fake_judge):
+    """One evaluation may send several requests at once (independent criteria, both
+    alignment perspectives); each takes a slot."""
+    from runs import judge_runtime
+    from runs.scoring import JudgeConfig, RubricScorer
+
+    fake_judge.set_latency(0.2)
+    scorer = RubricScorer(
+        JudgeConfig(model="openai/fake-judge", api_base=fake_judge.url, api_key="k"),
+        criteria="- one\n- two\n- three\n- four\n- five",
+        strategy="independent",
+    )
+    judge_runtime.limit_calls(2)
+    try:
+        result = judge_runtime.run_judged(scorer.ascore(task="t", output="o"))
+    finally:
+        judge_runtime.limit_calls(None)
+
+    assert len(result.calls) == 5
+    assert fake_judge.stats()["requests"] == 5 and fake_judge.stats()["max_in_flight"] == 2
