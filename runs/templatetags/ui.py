@@ -168,8 +168,12 @@ def passed_badge(passed: Any) -> str:
     if passed is None:
         return format_html('<span class="badge">{}</span>', "Not judged")
     if passed:
-        return format_html('<span class="badge badge-pass">✅ {}</span>', "Passed")
-    return format_html('<span class="badge badge-fail">❌ {}</span>', "Failed")
+        return format_html(
+            '<span class="badge badge-pass"><span class="mark">✓</span> {}</span>', "Passed"
+        )
+    return format_html(
+        '<span class="badge badge-fail"><span class="mark">✗</span> {}</span>', "Failed"
+    )
 
 
 @register.simple_tag(takes_context=True)

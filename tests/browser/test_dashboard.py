@@ -104,7 +104,7 @@ def test_open_a_failed_run_and_read_its_verdicts_and_alignment_bars(
     expect(page.get_by_test_id("rubric-passed")).to_have_text("Failed")
     verdicts = page.get_by_test_id("verdicts").locator("tbody tr")
     expect(verdicts).to_have_count(3)
-    expect(verdicts.nth(1)).to_contain_text("❌")
+    expect(verdicts.nth(1)).to_contain_text("✗")
     expect(verdicts.nth(1)).to_contain_text("order number")
     bars = page.get_by_test_id("alignment-bars")
     expect(bars).to_have_count(2)

@@ -148,6 +148,41 @@ def test_screenshots_of_the_main_pages(
     expect(page.locator("#batch-progress")).to_have_attribute("data-status", "completed")
     shot("rescore-batch", full_page=False)
 
+    reviewed = label_some_runs(support, owner)
+    page.goto(f"/reviews/{support.id}/")
+    expect(page.get_by_test_id("progress")).to_contain_text(f"{len(reviewed)} of")
+    shot("review-queue", full_page=False)
+
+    page.goto(f"/reviews/{support.id}/runs/{reviewed[0].id}/")
+    expect(page.get_by_test_id("results")).to_be_visible()
+    shot("review-run")
+
+    page.goto(f"/reviews/{support.id}/agreement/")
+    expect(page.get_by_test_id("agreement")).to_be_visible()
+    shot("review-agreement")
+
+
+def label_some_runs(rubric, user) -> list:
+    """A reviewer's labels on a few judged runs: mostly agreeing, two overrides with notes."""
+    from reviews.services import Reviewer, override_create
+
+    runs = list(
+        AgentRun.objects.filter(rubric=rubric, status="succeeded").order_by("created_at")[:6]
+    )
+    reviewer = Reviewer(user=user)
+    for i, run in enumerate(runs):
+        verdicts = CriterionVerdict.objects.filter(run=run, is_current=True).order_by("position")
+        for v in verdicts:
+            flip = (i, v.position) in {(0, 1), (3, 0)}
+            override_create(
+                run=run,
+                criterion_key=v.criterion_key,
+                satisfied=(not v.satisfied) if flip else v.satisfied,
+                note="The judge missed the order number in the signature." if flip else "",
+                reviewer=reviewer,
+            )
+    return runs
+
 
 def rescore_in_process(rubric):
     """A finished re-score batch of the rubric's failing runs, executed here (no worker)."""

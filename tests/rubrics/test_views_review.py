@@ -55,7 +55,7 @@ def test_an_htmx_try_answers_with_the_verdicts_partial(owner, make_rubric, make_
 
     page = response.content.decode()
     assert page.lstrip().startswith('<div id="try-result"') and "<html" not in page
-    assert page.count('<td class="verdict"') == 3 and "✅ Passed" in page
+    assert page.count('<td class="verdict"') == 3 and '<span class="mark">✓</span> Passed' in page
 
 
 def test_a_judge_failure_while_trying_is_shown_clearly(owner, make_rubric, make_run, fake_judge):
