@@ -193,28 +193,42 @@ def override_revert(*, row: VerdictOverride, reviewer: Reviewer, note: str = "")
             criterion_key=row.criterion_key,
             text_hash=row.text_hash,
         ).first()
-        if row.action == Action.REVERT or label is None or label.source_id != row.pk:
-            raise ReviewConflict(
-                "Only the change in effect can be reverted: a newer change replaced this one."
-            )
-        revert = VerdictOverride.objects.create(
-            team_id=row.team_id,
-            run=locked,
-            rubric_id=row.rubric_id,
-            criterion_key=row.criterion_key,
-            text_hash=row.text_hash,
-            description=row.description,
-            evaluation_id=row.evaluation_id,
-            action=Action.REVERT,
-            judge_satisfied=row.judge_satisfied,
-            from_satisfied=row.to_satisfied,
-            to_satisfied=row.from_satisfied,
-            note=_clean_note(note, required=False),
-            reverts=row,
-            **reviewer.fields(),
+        copied = ("rubric_id", "criterion_key", "text_hash", "description", "judge_satisfied")
+        return _revert(row, label, reviewer, note, copied, "satisfied", _label_set)
+
+
+def _revert(
+    row: Any,
+    label: Any,
+    reviewer: Reviewer,
+    note: str,
+    copied: tuple[str, ...],
+    value: str,
+    label_set: Any,
+) -> LabelChange:
+    """Record the revert of ``row`` (a VerdictOverride or an AlignmentOverride, whose
+    ``from_<value>``/``to_<value>`` swap) and put its label back. The caller holds the run's
+    lock and read the label under it."""
+    if row.action == Action.REVERT or label is None or label.source_id != row.pk:
+        raise ReviewConflict(
+            "Only the change in effect can be reverted: a newer change replaced this one."
         )
-        _label_set(label, revert)
-        run_refresh(locked.pk)
+    revert = type(row).objects.create(
+        team_id=row.team_id,
+        run_id=row.run_id,
+        evaluation_id=row.evaluation_id,
+        action=Action.REVERT,
+        note=_clean_note(note, required=False),
+        reverts=row,
+        **{name: getattr(row, name) for name in copied},
+        **{
+            f"from_{value}": getattr(row, f"to_{value}"),
+            f"to_{value}": getattr(row, f"from_{value}"),
+        },
+        **reviewer.fields(),
+    )
+    label_set(label, revert)
+    run_refresh(row.run_id)
     return LabelChange(revert, created=True)
 
 
@@ -298,32 +312,14 @@ def _alignment_label_set(label: AlignmentLabel | None, row: AlignmentOverride) -
 def alignment_override_revert(
     *, row: AlignmentOverride, reviewer: Reviewer, note: str = ""
 ) -> LabelChange:
+    """Undo the change in effect for one alignment dimension (see override_revert)."""
     with transaction.atomic():
         locked = _lock(row.run)
         label = AlignmentLabel.objects.filter(
             run=locked, perspective=row.perspective, dimension=row.dimension
         ).first()
-        if row.action == Action.REVERT or label is None or label.source_id != row.pk:
-            raise ReviewConflict(
-                "Only the change in effect can be reverted: a newer change replaced this one."
-            )
-        revert = AlignmentOverride.objects.create(
-            team_id=row.team_id,
-            run=locked,
-            evaluation_id=row.evaluation_id,
-            perspective=row.perspective,
-            dimension=row.dimension,
-            action=Action.REVERT,
-            judge_score=row.judge_score,
-            from_score=row.to_score,
-            to_score=row.from_score,
-            note=_clean_note(note, required=False),
-            reverts=row,
-            **reviewer.fields(),
-        )
-        _alignment_label_set(label, revert)
-        run_refresh(locked.pk)
-    return LabelChange(revert, created=True)
+        copied = ("perspective", "dimension", "judge_score")
+        return _revert(row, label, reviewer, note, copied, "score", _alignment_label_set)
 
 
 # --- Golden set -----------------------------------------------------------------------------
