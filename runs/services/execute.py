@@ -90,28 +90,32 @@ def evaluations_claim(ids: list[str]) -> list[Claim | None]:
         return out
     now = timezone.now()
     token = uuid.uuid4()  # the guard is (id, token): one token serves the whole group
-    claimed = (
-        Evaluation.objects.filter(id__in=list(wanted), status=Status.QUEUED)
-        .filter(Q(not_before__isnull=True) | Q(not_before__lte=now))
-        .update(
-            status=Status.RUNNING,
-            attempts=F("attempts") + 1,
-            lease_token=token,
-            lease_expires_at=now + timedelta(seconds=settings.EVALSITE_LEASE_SECONDS),
-            started_at=now,
+    # One transaction: if any statement fails (say a deadlock with a writer locking the same
+    # runs in another order), nothing is claimed and the group is retried id by id.
+    with transaction.atomic():
+        claimed = (
+            Evaluation.objects.filter(id__in=list(wanted), status=Status.QUEUED)
+            .filter(Q(not_before__isnull=True) | Q(not_before__lte=now))
+            .update(
+                status=Status.RUNNING,
+                attempts=F("attempts") + 1,
+                lease_token=token,
+                lease_expires_at=now + timedelta(seconds=settings.EVALSITE_LEASE_SECONDS),
+                started_at=now,
+            )
         )
-    )
-    if not claimed:
-        return out
-    rows = list(
-        Evaluation.objects.select_related("run", "rubric_version").filter(
-            id__in=list(wanted), lease_token=token
+        if not claimed:
+            return out
+        rows = list(
+            Evaluation.objects.select_related("run", "rubric_version").filter(
+                id__in=list(wanted), lease_token=token
+            )
         )
-    )
-    AgentRun.objects.filter(pk__in={e.run_id for e in rows}, status=Status.QUEUED).update(
-        status=Status.RUNNING
-    )
-    for evaluation, plan in zip(rows, _plans(rows), strict=True):
+        AgentRun.objects.filter(pk__in={e.run_id for e in rows}, status=Status.QUEUED).update(
+            status=Status.RUNNING
+        )
+        plans = _plans(rows)  # inside: a failing lookup must not leave claims nobody judges
+    for evaluation, plan in zip(rows, plans, strict=True):
         out[wanted[evaluation.id]] = Claim(evaluation, token, plan)
     return out
 

@@ -203,3 +203,22 @@ def test_the_limit_counts_every_judge_request_not_evaluations(fake_judge):
 
     assert len(result.calls) == 5
     assert fake_judge.stats()["requests"] == 5 and fake_judge.stats()["max_in_flight"] == 2
+
+
+def test_a_claim_that_fails_half_way_claims_nothing(fake_judge, make_rubric, make_run, monkeypatch):
+    from runs.services import evaluation_execute, execute
+
+    evaluation = only_evaluation(make_run(rubric=make_rubric().slug, output=PASSING))
+    real_plans = execute._plans
+
+    def broken(rows):
+        raise RuntimeError("database went away")
+
+    monkeypatch.setattr(execute, "_plans", broken)
+    with pytest.raises(RuntimeError):
+        evaluation_execute(evaluation_id=str(evaluation.id))
+    evaluation.refresh_from_db()
+    assert evaluation.status == Status.QUEUED and evaluation.attempts == 0  # not stranded
+
+    monkeypatch.setattr(execute, "_plans", real_plans)
+    assert evaluation_execute(evaluation_id=str(evaluation.id)).status == "succeeded"
