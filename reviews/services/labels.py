@@ -132,7 +132,7 @@ def override_create(
             previous=label.source if label else None,
             **reviewer.fields(),
         )
-        _label_set(label, row)
+        _label_set(_VERDICT, label, row)
         run_refresh(locked.pk)
     return LabelChange(row, created=True)
 
@@ -153,32 +153,46 @@ def review_confirm(
     )
 
 
-def _label_set(label: VerdictLabel | None, row: VerdictOverride) -> None:
+@dataclass(frozen=True)
+class _LabelKind:
+    """How an override row maps onto its label: the label model, the labelled value
+    (``from_<value>``/``to_<value>`` on the row) and the fields that identify the label."""
+
+    model: Any
+    value: str
+    identity: tuple[str, ...]
+
+
+_VERDICT = _LabelKind(
+    VerdictLabel, "satisfied", ("rubric_id", "criterion_key", "text_hash", "description")
+)
+_ALIGNMENT = _LabelKind(AlignmentLabel, "score", ("perspective", "dimension"))
+
+
+def _label_set(kind: _LabelKind, label: Any, row: Any) -> None:
     """Make ``row``'s value the label in effect (or remove the label when it has none)."""
-    if row.to_satisfied is None:
+    value = getattr(row, f"to_{kind.value}")
+    if value is None:
         if label is not None:
             label.delete()
         return
-    source = row.reverts.previous if row.action == Action.REVERT else row  # type: ignore[union-attr]
+    source = row.reverts.previous if row.action == Action.REVERT else row
     fields = {
-        "satisfied": row.to_satisfied,
+        kind.value: value,
         "note": source.note if source else row.note,
         "source": source or row,
         "updated_at": timezone.now(),
     }
     if label is None:
-        VerdictLabel.objects.create(
+        kind.model.objects.create(
             team_id=row.team_id,
             run_id=row.run_id,
-            rubric_id=row.rubric_id,
-            criterion_key=row.criterion_key,
-            text_hash=row.text_hash,
-            description=row.description,
+            **{name: getattr(row, name) for name in kind.identity},
             **fields,
         )
         return
-    for name, value in fields.items():
-        setattr(label, name, value)
+    for name, field_value in fields.items():
+        setattr(label, name, field_value)
     label.save(update_fields=list(fields))
 
 
@@ -193,18 +207,11 @@ def override_revert(*, row: VerdictOverride, reviewer: Reviewer, note: str = "")
             criterion_key=row.criterion_key,
             text_hash=row.text_hash,
         ).first()
-        copied = ("rubric_id", "criterion_key", "text_hash", "description", "judge_satisfied")
-        return _revert(row, label, reviewer, note, copied, "satisfied", _label_set)
+        return _revert(_VERDICT, row, label, reviewer, note, judge="judge_satisfied")
 
 
 def _revert(
-    row: Any,
-    label: Any,
-    reviewer: Reviewer,
-    note: str,
-    copied: tuple[str, ...],
-    value: str,
-    label_set: Any,
+    kind: _LabelKind, row: Any, label: Any, reviewer: Reviewer, note: str, *, judge: str
 ) -> LabelChange:
     """Record the revert of ``row`` (a VerdictOverride or an AlignmentOverride, whose
     ``from_<value>``/``to_<value>`` swap) and put its label back. The caller holds the run's
@@ -220,14 +227,14 @@ def _revert(
         action=Action.REVERT,
         note=_clean_note(note, required=False),
         reverts=row,
-        **{name: getattr(row, name) for name in copied},
+        **{name: getattr(row, name) for name in (*kind.identity, judge)},
         **{
-            f"from_{value}": getattr(row, f"to_{value}"),
-            f"to_{value}": getattr(row, f"from_{value}"),
+            f"from_{kind.value}": getattr(row, f"to_{kind.value}"),
+            f"to_{kind.value}": getattr(row, f"from_{kind.value}"),
         },
         **reviewer.fields(),
     )
-    label_set(label, revert)
+    _label_set(kind, label, revert)
     run_refresh(row.run_id)
     return LabelChange(revert, created=True)
 
@@ -278,35 +285,9 @@ def alignment_override_create(
             previous=label.source if label else None,
             **reviewer.fields(),
         )
-        _alignment_label_set(label, row)
+        _label_set(_ALIGNMENT, label, row)
         run_refresh(locked.pk)
     return LabelChange(row, created=True)
-
-
-def _alignment_label_set(label: AlignmentLabel | None, row: AlignmentOverride) -> None:
-    if row.to_score is None:
-        if label is not None:
-            label.delete()
-        return
-    source = row.reverts.previous if row.action == Action.REVERT else row  # type: ignore[union-attr]
-    fields = {
-        "score": row.to_score,
-        "note": source.note if source else row.note,
-        "source": source or row,
-        "updated_at": timezone.now(),
-    }
-    if label is None:
-        AlignmentLabel.objects.create(
-            team_id=row.team_id,
-            run_id=row.run_id,
-            perspective=row.perspective,
-            dimension=row.dimension,
-            **fields,
-        )
-        return
-    for name, value in fields.items():
-        setattr(label, name, value)
-    label.save(update_fields=list(fields))
 
 
 def alignment_override_revert(
@@ -318,8 +299,7 @@ def alignment_override_revert(
         label = AlignmentLabel.objects.filter(
             run=locked, perspective=row.perspective, dimension=row.dimension
         ).first()
-        copied = ("perspective", "dimension", "judge_score")
-        return _revert(row, label, reviewer, note, copied, "score", _alignment_label_set)
+        return _revert(_ALIGNMENT, row, label, reviewer, note, judge="judge_score")
 
 
 # --- Golden set -----------------------------------------------------------------------------

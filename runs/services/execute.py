@@ -159,7 +159,7 @@ def judge_for(evaluation: Evaluation) -> JudgeConfig:
 def _criteria(evaluation: Evaluation) -> tuple[list[CriterionSpec], dict[str, Any]]:
     """The criteria to judge and a map from criterion key to its stored row id."""
     if evaluation.rubric_version_id:
-        return _version_criteria(evaluation.rubric_version_id)
+        return version_criteria(evaluation.rubric_version_id)
     items = evaluation.inline_criteria or []
     specs = [
         CriterionSpec(
@@ -170,12 +170,20 @@ def _criteria(evaluation: Evaluation) -> tuple[list[CriterionSpec], dict[str, An
     return specs, {}
 
 
+def version_criteria(version_id: Any) -> tuple[list[CriterionSpec], dict[str, Any]]:
+    """A rubric version's criteria, in order, and a map from criterion key to row id. Versions
+    never change once written (rubrics.services makes a new version for every edit), so each
+    process reads them once; callers get their own copies."""
+    specs, ids = _version_criteria(version_id)
+    return list(specs), dict(ids)
+
+
 @lru_cache(maxsize=1024)
-def _version_criteria(version_id: Any) -> tuple[list[CriterionSpec], dict[str, Any]]:
-    """A rubric version's criteria never change once written (rubrics.services makes a new
-    version for every edit), so each process reads them once."""
+def _version_criteria(version_id: Any) -> tuple[tuple[CriterionSpec, ...], dict[str, Any]]:
     rows = list(Criterion.objects.filter(version_id=version_id).order_by("position"))
-    specs = [CriterionSpec(id=c.key, description=c.description, required=c.required) for c in rows]
+    specs = tuple(
+        CriterionSpec(id=c.key, description=c.description, required=c.required) for c in rows
+    )
     return specs, {c.key: c.id for c in rows}
 
 

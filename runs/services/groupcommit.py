@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 J = TypeVar("J")
@@ -29,7 +29,6 @@ class _Entry(Generic[J]):
     done: bool = False
     result: Any = None
     error: BaseException | None = None
-    extra: dict = field(default_factory=dict)
 
 
 class GroupCommit(Generic[J, R]):
@@ -45,6 +44,8 @@ class GroupCommit(Generic[J, R]):
 
     def submit_many(self, jobs: list[J]) -> list[R]:
         """Each job's answer, in order; raises the first job's error if any failed."""
+        if not jobs:
+            return []
         entries: list[_Entry[J]] = [_Entry(job) for job in jobs]
         with self._cond:
             self._pending.extend(entries)
@@ -73,9 +74,9 @@ class GroupCommit(Generic[J, R]):
             results = self._write([e.job for e in batch])
             for e, r in zip(batch, results, strict=True):
                 e.result = r
-        except BaseException:
+        except BaseException as exc:
             if len(batch) == 1:
-                batch[0].error = _current_error()
+                batch[0].error = exc
             else:
                 for e in batch:  # one bad job must not fail the others
                     try:
@@ -85,11 +86,3 @@ class GroupCommit(Generic[J, R]):
         finally:
             for e in batch:
                 e.done = True
-
-
-def _current_error() -> BaseException:
-    import sys
-
-    error = sys.exc_info()[1]
-    assert error is not None
-    return error

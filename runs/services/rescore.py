@@ -41,7 +41,7 @@ from django.core.validators import URLValidator
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
-from rubrics.models import Criterion, Rubric, RubricVersion
+from rubrics.models import Rubric, RubricVersion
 from runs.scoring import Criterion as CriterionSpec
 from runs.scoring import JudgeConfig, verdict_key
 from teams.models import Team
@@ -57,7 +57,7 @@ from ..models import (
 )
 from .estimates import rubric_call_tokens
 from .evaluations import evaluation_build, judge_config_for
-from .execute import judge_for
+from .execute import judge_for, version_criteria
 from .rescore_dispatch import (
     batch_cancel,
     batch_dispatch,
@@ -263,8 +263,7 @@ def _judge(rubric: Rubric, model: str) -> JudgeConfig:
 
 
 def _criteria(version: RubricVersion) -> list[CriterionSpec]:
-    rows = Criterion.objects.filter(version=version).order_by("position")
-    return [CriterionSpec(id=c.key, description=c.description, required=c.required) for c in rows]
+    return version_criteria(version.pk)[0]
 
 
 def _known_keys(team_id: Any, keys: set[str]) -> set[str]:
@@ -447,7 +446,8 @@ def batch_create(
 ) -> tuple[RescoreBatch, bool]:
     """Create a batch and its held evaluations, estimate it, and release its first window once
     the transaction commits. Returns (batch, created): an ``idempotency_key`` this team used
-    before returns that batch unchanged. Runs that already have a pending evaluation for the
+    before with the same request returns that batch unchanged (IdempotencyConflict when
+    it was used for another request). Runs that already have a pending evaluation for the
     same version and judge are skipped (counted in ``estimate.skipped_pending``)."""
     scope = scope or RescoreScope()
     key = (idempotency_key or "").strip()[:200] or None
