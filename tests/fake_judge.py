@@ -12,9 +12,16 @@ How it reads a request
   (the schema name containing ``system`` selects the system perspective).
   Without a schema (``json_object`` mode) the system message text decides.
 * The prompt is the FIRST user message (a repair re-ask appends messages, the
-  prompt stays first). Sections are delimited by tag lines: ``<task>``,
-  ``<system_prompt>``, ``<output>`` (each closed by ``</tag>``) and
-  ``<criteria>`` holding one ``[<id>] <description>`` line per criterion.
+  prompt stays first). Its blocks are the ones runs.scoring.prompts writes:
+  the system message names the request's boundary (``Boundary of this request:
+  <hex>``), and only tags carrying it count: ``<task-B>``,
+  ``<system_prompt-B>``, ``<output-B>`` (each closed by the first
+  ``</tag-B>``) and ``<criteria-B>`` holding one JSON object
+  ``{"id": …, "criterion": …}`` per line. Anything else inside a block (other
+  tags, ``[c1] …`` lines) is that block's text, as for a real model.
+  A request whose system message names no boundary is read in the older
+  layout (``<task>`` … ``</task>``, ``[<id>] <description>`` criterion lines),
+  which bench/judge_overhead.py still sends.
 
 Deterministic answers
 ---------------------
@@ -83,6 +90,7 @@ FAULT_RE = re.compile(r"\[\[judge:(" + "|".join(FAULTS) + r")(?:x(\d+))?(?::([\d
 LATENCY_RE = re.compile(r"\[\[latency:([\d.]+)\]\]")
 SCORES_RE = re.compile(r"\[\[scores:([\d.]+),([\d.]+),([\d.]+),([\d.]+)\]\]")
 CRITERION_RE = re.compile(r"^\[([^\]\s]+)\]\s+(.*)$")
+BOUNDARY_RE = re.compile(r"Boundary of this request: ([0-9a-f]+)")
 QUOTED_RE = re.compile(r'"([^"]+)"')
 WORD_RE = re.compile(r"[a-z0-9]{3,}")
 SENTENCE_RE = re.compile(r"[^.!?\n]+")
@@ -105,19 +113,38 @@ def first_user_text(messages: list[dict]) -> str:
     return next((content_text(m.get("content")) for m in messages if m.get("role") == "user"), "")
 
 
-def section(prompt: str, tag: str) -> str:
-    """Text between ``<tag>`` and the LAST ``</tag>`` (outputs may quote tags)."""
-    start = prompt.find(f"<{tag}>")
-    end = prompt.rfind(f"</{tag}>")
+def boundary_of(messages: list[dict]) -> str | None:
+    """The boundary the (first) system message names, None for the older layout."""
+    system = next(
+        (content_text(m.get("content")) for m in messages if m.get("role") == "system"), ""
+    )
+    found = BOUNDARY_RE.search(system)
+    return found.group(1) if found else None
+
+
+def section(prompt: str, tag: str, boundary: str | None = None) -> str:
+    """The text of a block: between ``<tag-B>`` and the first ``</tag-B>`` after it. Without a
+    boundary (older layout), between ``<tag>`` and the LAST ``</tag>`` (outputs may quote tags)."""
+    if boundary is None:
+        start, end = prompt.find(f"<{tag}>"), prompt.rfind(f"</{tag}>")
+        opening = f"<{tag}>"
+    else:
+        opening = f"<{tag}-{boundary}>"
+        start = prompt.find(opening)
+        end = prompt.find(f"</{tag}-{boundary}>", start + len(opening)) if start >= 0 else -1
     if start < 0 or end < start:
         return ""
-    return prompt[start + len(tag) + 2 : end].strip()
+    return prompt[start + len(opening) : end].strip()
 
 
-def asked_criteria(prompt: str) -> list[tuple[str, str]]:
-    block = section(prompt, "criteria") or prompt
-    found = (CRITERION_RE.match(line.strip()) for line in block.splitlines())
-    return [(m.group(1), m.group(2)) for m in found if m]
+def asked_criteria(prompt: str, boundary: str | None = None) -> list[tuple[str, str]]:
+    """(id, description) of each criterion asked: the JSON lines of the criteria block."""
+    if boundary is None:
+        block = section(prompt, "criteria") or prompt
+        found = (CRITERION_RE.match(line.strip()) for line in block.splitlines())
+        return [(m.group(1), m.group(2)) for m in found if m]
+    items = (json.loads(line) for line in section(prompt, "criteria", boundary).splitlines())
+    return [(item["id"], item["criterion"]) for item in items]
 
 
 def request_kind(body: dict) -> tuple[str, str]:
@@ -140,6 +167,9 @@ def fault_key(messages: list[dict], fault: str) -> str:
         m for m in messages if m.get("role") == "user"
     ][:1]
     raw = json.dumps([fault, head], sort_keys=True, default=str)
+    boundary = boundary_of(messages)
+    if boundary:  # a fresh boundary per prompt: the same question asked again is the same
+        raw = raw.replace(boundary, "BOUNDARY")
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
@@ -171,9 +201,10 @@ def rubric_verdict(criterion_id: str, description: str, output: str) -> dict:
     return {"criterion_id": criterion_id, "satisfied": satisfied, "reasoning": why}
 
 
-def rubric_answer(prompt: str, fault: str | None) -> dict:
-    output = section(prompt, "output")
-    verdicts = [rubric_verdict(cid, desc, output) for cid, desc in asked_criteria(prompt)]
+def rubric_answer(prompt: str, fault: str | None, boundary: str | None = None) -> dict:
+    output = section(prompt, "output", boundary)
+    asked = asked_criteria(prompt, boundary)
+    verdicts = [rubric_verdict(cid, desc, output) for cid, desc in asked]
     if fault == "missing" and verdicts:
         verdicts.pop()
     elif fault == "extra":
@@ -212,9 +243,11 @@ def alignment_scores(reference: str, output: str, rows: list[dict]) -> tuple[flo
     return intent, share, share, 0.8 if output.strip() else 0.0
 
 
-def alignment_answer(prompt: str, perspective: str, fault: str | None) -> dict:
-    reference = section(prompt, "system_prompt" if perspective == "system" else "task")
-    output = section(prompt, "output")
+def alignment_answer(
+    prompt: str, perspective: str, fault: str | None, boundary: str | None = None
+) -> dict:
+    reference = section(prompt, "system_prompt" if perspective == "system" else "task", boundary)
+    output = section(prompt, "output", boundary)
     rows = requirement_rows(reference, words(output))
     intent, reqs, complete, fit = alignment_scores(reference, output, rows)
     if fault == "out_of_range":
@@ -372,12 +405,13 @@ async def _chat_completions(request: web.Request, state: JudgeState) -> web.Resp
 
 def answer(state: JudgeState, body: dict, messages: list[dict], fault: str | None) -> web.Response:
     prompt = first_user_text(messages)
+    boundary = boundary_of(messages)
     kind, perspective = request_kind(body)
     if kind == "rubric":
-        state.criteria_judged += len(asked_criteria(prompt))
-        content = json.dumps(rubric_answer(prompt, fault))
+        state.criteria_judged += len(asked_criteria(prompt, boundary))
+        content = json.dumps(rubric_answer(prompt, fault, boundary))
     else:
-        content = json.dumps(alignment_answer(prompt, perspective, fault))
+        content = json.dumps(alignment_answer(prompt, perspective, fault, boundary))
     if fault == "malformed":
         content = "I think the output is fine, mostly. {not json"
     state.completions += 1

@@ -15,7 +15,10 @@ from .types import JudgeConfig
 
 # Bump whenever the rubric prompt or its JSON schema changes in a way that could change a
 # verdict: every stored verdict then stops matching and gets judged afresh.
-PROMPT_VERSION = "rubric-2025-01"
+# rubric-2026-11: run texts and criteria in blocks under a random boundary (runs.scoring.prompts).
+# A verdict given under the old prompt may have been steered by an output that closed its own
+# block, so none is reused.
+PROMPT_VERSION = "rubric-2026-11"
 
 
 def verdict_key(

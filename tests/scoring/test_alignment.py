@@ -19,6 +19,7 @@ from runs.scoring import (
     Weights,
     band_for,
 )
+from tests.fake_judge import boundary_of, section
 
 TASK = "Explain the refund policy. [[scores:0.9,0.8,0.7,0.6]]"  # user: .36+.24+.14+.06 = 0.80
 SYSTEM = "Be polite. [[scores:0.5,0.5,1,1]]"  # system: .175+.175+.15+.15 = 0.65
@@ -167,8 +168,9 @@ def test_system_mode_without_a_system_prompt_fails_before_any_call(judge, server
 def test_the_system_perspective_is_shown_the_system_prompt_and_the_user_one_is_not(judge):
     result = align(judge)
     user_call, system_call = result.calls
-    assert "<system_prompt>" not in user_call.messages[1]["content"]
-    assert "<system_prompt>\n" + SYSTEM in system_call.messages[1]["content"]
+    assert "<system_prompt-" not in user_call.messages[1]["content"]
+    boundary = boundary_of(system_call.messages)
+    assert section(system_call.messages[1]["content"], "system_prompt", boundary) == SYSTEM
     assert "SYSTEM PROMPT" in system_call.messages[0]["content"]
 
 

@@ -13,6 +13,7 @@ from runs.scoring import (
     ScoringInputError,
     verdict_key,
 )
+from tests.fake_judge import asked_criteria, boundary_of, section
 
 SUPPORT = [
     {"description": 'Mentions "refund"'},
@@ -139,9 +140,13 @@ def test_the_prompt_lists_each_criterion_on_its_own_id_line(judge):
         {"description": "Is polite", "required": False},
     ]
     call = score(judge, criteria=criteria).calls[0]
-    prompt = call.messages[1]["content"]
-    assert '[c1] Mentions "refund"\n[c2] Is polite' in prompt
-    assert "<output>\n" + GOOD + "\n</output>" in prompt
+    prompt, boundary = call.messages[1]["content"], boundary_of(call.messages)
+    lines = section(prompt, "criteria", boundary).splitlines()
+    assert lines == [
+        '{"id": "c1", "criterion": "Mentions \\"refund\\""}',
+        '{"id": "c2", "criterion": "Is polite"}',
+    ]
+    assert section(prompt, "output", boundary) == GOOD
 
 
 def test_the_call_is_recorded_with_prompt_answer_tokens_and_latency(judge):
@@ -164,7 +169,9 @@ def test_ids_unsafe_for_the_prompt_are_relabelled_and_mapped_back(judge, server)
     ]
     result = score(judge, criteria=criteria)
     assert [v.criterion_id for v in result.verdicts] == ["tone check", "[x]"]
-    assert "[k1] Says" in server.last_request()["messages"][1]["content"]
+    body = server.last_request()
+    asked = asked_criteria(body["messages"][1]["content"], boundary_of(body["messages"]))
+    assert asked == [("k1", 'Says "thanks"'), ("k2", "Is fine")]
 
 
 def test_required_and_description_come_from_configuration_not_the_judge(judge):
