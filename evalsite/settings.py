@@ -10,6 +10,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from kombu import Queue
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get("EVALSITE_DATA_DIR", BASE_DIR / "data")).resolve()
@@ -121,6 +122,13 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
+# Sign-in throttling (evalsite/login.py): failed attempts allowed per username (any case) and
+# per client address within the window; the allowance refills steadily over the window. The
+# address is REMOTE_ADDR only: X-Forwarded-For is never trusted (a client could forge it), so
+# behind a reverse proxy every client shares the proxy's address and its per-address limit.
+EVALSITE_LOGIN_MAX_ATTEMPTS = env_int("EVALSITE_LOGIN_MAX_ATTEMPTS", 10)
+EVALSITE_LOGIN_MAX_ATTEMPTS_PER_IP = env_int("EVALSITE_LOGIN_MAX_ATTEMPTS_PER_IP", 50)
+EVALSITE_LOGIN_WINDOW = env_float("EVALSITE_LOGIN_WINDOW", 900.0)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -184,6 +192,17 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_DB_REUSE_MAX = 1_000_000
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 
+
+def task_lanes(default_queue: str) -> list[Queue]:
+    """The two broker lanes every worker consumes (kombu takes turns between them): new single
+    runs on the default queue, bulk work (bulk ingest, re-score, retries, resends) on
+    ``<default>.bulk``, so a backlog of bulk messages never sits in front of a new run."""
+    return [Queue(name, routing_key=name) for name in (default_queue, f"{default_queue}.bulk")]
+
+
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("EVALSITE_QUEUE", "celery")
+CELERY_TASK_QUEUES = task_lanes(CELERY_TASK_DEFAULT_QUEUE)
+
 # --- Judge and scoring ------------------------------------------------------------------------
 EVALSITE_JUDGE_MODEL = os.environ.get("EVALSITE_JUDGE_MODEL", "")
 EVALSITE_JUDGE_API_BASE = os.environ.get("EVALSITE_JUDGE_API_BASE", "")
@@ -196,6 +215,15 @@ if EVALSITE_JUDGE_TRANSPORT not in ("auto", "litellm"):
     raise ImproperlyConfigured(
         f"EVALSITE_JUDGE_TRANSPORT must be 'auto' or 'litellm', not {EVALSITE_JUDGE_TRANSPORT!r}"
     )
+# Teams' judge connections (teams/models.py JudgeConnection). Their api_base may not resolve to
+# a loopback, private, link-local or metadata address unless this is 1 (a judge on your LAN).
+EVALSITE_JUDGE_ALLOW_PRIVATE = os.environ.get("EVALSITE_JUDGE_ALLOW_PRIVATE", "0") == "1"
+# Caps on what a rubric or connection may ask of a judge: checked when written, clamped per call.
+EVALSITE_JUDGE_MAX_TIMEOUT = env_float("EVALSITE_JUDGE_MAX_TIMEOUT", 120.0)
+EVALSITE_JUDGE_MAX_TOKENS = env_int("EVALSITE_JUDGE_MAX_TOKENS", 16_000)
+# Encrypts connection keys at rest (Fernet; comma-separated to rotate, first one encrypts).
+# Unset: derived from SECRET_KEY, so changing SECRET_KEY would make stored keys unreadable.
+EVALSITE_SECRETS_KEY = os.environ.get("EVALSITE_SECRETS_KEY", "")
 # A claimed evaluation whose worker vanished is re-queued once its lease runs out.
 EVALSITE_TASK_TIME_LIMIT = env_int("EVALSITE_TASK_TIME_LIMIT", 300)
 EVALSITE_LEASE_SECONDS = env_int("EVALSITE_LEASE_SECONDS", EVALSITE_TASK_TIME_LIMIT + 60)
@@ -208,6 +236,12 @@ EVALSITE_MAX_ATTEMPTS = env_int("EVALSITE_MAX_ATTEMPTS", 5)
 EVALSITE_TASK_BATCH = env_int("EVALSITE_TASK_BATCH", 8)
 EVALSITE_MAX_RUN_BYTES = env_int("EVALSITE_MAX_RUN_BYTES", 1_000_000)
 EVALSITE_PAGE_SIZE_MAX = env_int("EVALSITE_PAGE_SIZE_MAX", 200)
+# Criteria per rubric version (and per inline rubric of a run): every write path refuses more
+# with a 422 naming the limit, so one request's work stays bounded.
+EVALSITE_MAX_CRITERIA = env_int("EVALSITE_MAX_CRITERIA", 200)
+# The rubric editor posts three fields per criterion row; Django's default (1,000) would refuse
+# a full draft once the cap is raised past ~330.
+DATA_UPLOAD_MAX_NUMBER_FIELDS = max(1000, 3 * EVALSITE_MAX_CRITERIA + 100)
 # POST /api/runs/bulk bodies (up to 1,000 runs) are refused above this before parsing.
 EVALSITE_MAX_BULK_BYTES = env_int("EVALSITE_MAX_BULK_BYTES", 20_000_000)
 # Django refuses bodies above this outright; the API's own limits (a 413 with a message) are
@@ -234,6 +268,21 @@ EVALSITE_WEBHOOK_BACKOFF = env_float("EVALSITE_WEBHOOK_BACKOFF", 2.0)
 # Webhooks to loopback, private, link-local or otherwise non-public addresses are refused (a
 # team must not make the server call its own network); set to 1 for receivers on your LAN.
 EVALSITE_WEBHOOK_ALLOW_PRIVATE = os.environ.get("EVALSITE_WEBHOOK_ALLOW_PRIVATE", "0") == "1"
+
+# --- Fair sharing between teams and request limits (docs/security.md) ------------------------
+# A worker's threads one team may never hold: this many stay free to fetch other teams' work
+# (0: an eighth of --concurrency, at least one). Judge requests in flight and claimed
+# evaluations are shared the same way (runs/scoring/fairshare.py).
+EVALSITE_FAIR_RESERVE = env_int("EVALSITE_FAIR_RESERVE", 0)
+# API requests per minute per API key (and per signed-in user and team), with bursts of
+# EVALSITE_API_BURST; over it the API answers 429 with Retry-After. 0 turns the limit off.
+EVALSITE_API_RATE = env_int("EVALSITE_API_RATE", 1200)
+EVALSITE_API_BURST = env_int("EVALSITE_API_BURST", 300)
+# POST /api/score calls of one team waiting for their results at once (0: no cap). Keep it
+# well below the web server's concurrency (gunicorn workers x threads).
+EVALSITE_SCORE_MAX_WAITING = env_int("EVALSITE_SCORE_MAX_WAITING", 8)
+# Unfinished re-score batches per team (0: no cap).
+EVALSITE_TEAM_MAX_ACTIVE_BATCHES = env_int("EVALSITE_TEAM_MAX_ACTIVE_BATCHES", 20)
 
 # --- Human review and judge calibration (reviews/) --------------------------------------------
 # Criteria whose judge–human Cohen's kappa is below this are flagged on the rubric's pages.

@@ -6,11 +6,11 @@ import re
 from typing import Any
 
 from django import forms
+from django.conf import settings
 
 from .models import AlignmentMode, Criterion, Rubric, Strategy
 from .services import CriterionInput, RubricValidationError
 
-MAX_CRITERIA = 200
 DIMENSIONS = ("intent", "requirements", "completeness", "appropriateness")
 PERSPECTIVES = ("user", "system")
 JUDGE_PARAMS = ("temperature", "max_tokens", "timeout", "api_base")
@@ -29,9 +29,17 @@ class CriterionDraftForm(forms.Form):
     required = forms.BooleanField(required=False)
 
 
-CriteriaFormSet = forms.formset_factory(
-    CriterionDraftForm, extra=0, max_num=MAX_CRITERIA, absolute_max=MAX_CRITERIA + 1
-)
+class CriteriaBaseFormSet(forms.BaseFormSet):
+    """At most EVALSITE_MAX_CRITERIA rows are read from a post, however many it claims. One
+    row more than the cap is read so the service can say "at most N criteria (got N+1)"."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.max_num = settings.EVALSITE_MAX_CRITERIA
+        self.absolute_max = self.max_num + 1
+
+
+CriteriaFormSet = forms.formset_factory(CriterionDraftForm, formset=CriteriaBaseFormSet, extra=0)
 
 
 class DraftMetaForm(forms.Form):
@@ -72,7 +80,7 @@ def draft_apply(rows: list[dict[str, Any]], op: str, parsed: list[Any] | None = 
     ``import-replace`` (the last two take the criteria parsed from the paste box).
     """
     rows = [dict(r) for r in rows]
-    if op == "add" and len(rows) < MAX_CRITERIA:
+    if op == "add" and len(rows) < settings.EVALSITE_MAX_CRITERIA:
         rows.append({"key": "", "description": "", "required": True})
     elif op in ("import-append", "import-replace"):
         imported = [
@@ -87,7 +95,7 @@ def draft_apply(rows: list[dict[str, Any]], op: str, parsed: list[Any] | None = 
         match = re.fullmatch(r"(delete|up|down)-(\d+)", op)
         if match and int(match.group(2)) < len(rows):
             rows = _move_or_delete(rows, match.group(1), int(match.group(2)))
-    return rows[:MAX_CRITERIA]
+    return rows
 
 
 def _move_or_delete(rows: list[dict[str, Any]], action: str, i: int) -> list[dict[str, Any]]:
@@ -141,7 +149,9 @@ def criteria_errors_onto_formset(
 
 class RubricCreateForm(forms.Form):
     name = forms.CharField(max_length=200)
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    description = forms.CharField(
+        required=False, max_length=20_000, widget=forms.Textarea(attrs={"rows": 2})
+    )
     criteria_text = forms.CharField(
         label="Criteria",
         required=False,

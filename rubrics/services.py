@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils.text import slugify
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ValidationError
 
-from runs.scoring import AlignmentWeights, coerce_criteria
+from runs.scoring import AlignmentWeights, coerce_criteria, count_criteria
 from runs.scoring import Criterion as CriterionSpec
+from runs.scoring.redact import tenant_error
 from teams.models import Team
 
+from .judging import JudgeParams, judge_choice_errors
 from .models import AlignmentMode, Criterion, Rubric, RubricVersion, Strategy
+
+__all__ = ["JudgeParams"]  # re-exported: the API's input schema
 
 
 class RubricValidationError(ValueError):
@@ -25,23 +30,6 @@ class RubricValidationError(ValueError):
         self.errors = errors
 
 
-class JudgeParams(BaseModel):
-    """What a rubric may set about its judge besides the model string."""
-
-    model_config = ConfigDict(extra="forbid")
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    max_tokens: int | None = Field(default=None, gt=0, le=100_000)
-    timeout: float | None = Field(default=None, gt=0, le=600)
-    api_base: str | None = None
-
-    @field_validator("api_base")
-    @classmethod
-    def _http_only(cls, value: str | None) -> str | None:
-        if value and not value.startswith(("http://", "https://")):
-            raise ValueError("api_base must start with http:// or https://")
-        return value or None
-
-
 @dataclass(frozen=True)
 class CriterionInput:
     description: str
@@ -49,10 +37,23 @@ class CriterionInput:
     key: str | None = None
 
 
+def criteria_count_check(count: int) -> None:
+    """At most EVALSITE_MAX_CRITERIA criteria per rubric version (and per inline rubric): the
+    bound on one request's work. Raises RubricValidationError on ``criteria``."""
+    limit = settings.EVALSITE_MAX_CRITERIA
+    if count > limit:
+        raise RubricValidationError({"criteria": f"at most {limit:,} criteria (got {count:,})"})
+
+
 def criteria_from_any(value: Any) -> list[CriterionInput]:
-    """Criteria given as text (the shared parser), a list of objects, or CriterionInputs."""
+    """Criteria given as text (the shared parser), a list of objects, or CriterionInputs.
+    Held to the cap before anything is built: a list by its length, text by counting lines."""
     if value is None:
         return []
+    if isinstance(value, list | tuple):
+        criteria_count_check(len(value))
+    elif isinstance(value, str):
+        criteria_count_check(count_criteria(value))
     if isinstance(value, list) and all(isinstance(v, CriterionInput) for v in value):
         return list(value)
     keys = (
@@ -71,7 +72,10 @@ def criteria_from_any(value: Any) -> list[CriterionInput]:
     return out
 
 
-def _validate_criteria(criteria: Sequence[CriterionInput]) -> None:
+def criteria_validate(criteria: Sequence[CriterionInput]) -> None:
+    """The rules every criteria write obeys (count first, then each criterion); the error
+    names the field, e.g. ``criteria`` or ``criteria[3].description``."""
+    criteria_count_check(len(criteria))
     seen: set[str] = set()
     for i, c in enumerate(criteria):
         if not c.description.strip():
@@ -84,7 +88,9 @@ def _validate_criteria(criteria: Sequence[CriterionInput]) -> None:
             seen.add(c.key)
 
 
-def _clean_settings(fields: dict[str, Any]) -> dict[str, Any]:
+def _clean_settings(
+    fields: dict[str, Any], *, team: Team, rubric: Rubric | None = None
+) -> dict[str, Any]:
     """Validate the non-criteria settings, returning cleaned values; errors name the field."""
     errors: dict[str, str] = {}
     out = dict(fields)
@@ -107,7 +113,9 @@ def _clean_settings(fields: dict[str, Any]) -> dict[str, Any]:
                 exclude_none=True
             )
         except ValidationError as exc:
-            errors["judge_params"] = _pydantic_message(exc)
+            errors.update(_nested_errors("judge_params", exc))
+    if "judge_connection" in fields or "judge_model" in fields:
+        errors.update(judge_choice_errors(team=team, rubric=rubric, fields=fields, out=out))
     if fields.get("alignment_weights") is not None:
         try:
             out["alignment_weights"] = AlignmentWeights.model_validate(
@@ -117,6 +125,15 @@ def _clean_settings(fields: dict[str, Any]) -> dict[str, Any]:
             errors["alignment_weights"] = _pydantic_message(exc)
     if errors:
         raise RubricValidationError(errors)
+    return out
+
+
+def _nested_errors(field: str, exc: ValidationError) -> dict[str, str]:
+    """``{"judge_params.timeout": "..."}``: each error under its own name."""
+    out = {}
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        out[f"{field}.{loc}" if loc else field] = err["msg"]
     return out
 
 
@@ -145,27 +162,32 @@ def rubric_create(
     description: str = "",
     judge_model: str = "",
     judge_params: dict | None = None,
+    judge_connection: Any = None,
     scale: float = 1.0,
     strategy: str = Strategy.BATCHED,
     alignment_mode: str = AlignmentMode.OFF,
     alignment_weights: dict | None = None,
     user=None,
 ) -> Rubric:
-    """Create a rubric and, when criteria are given, its version 1."""
+    """Create a rubric and, when criteria are given, its version 1. ``judge_connection``: a
+    connection of the team (instance, id or name), or None for the deployment's judge."""
     cleaned = _clean_settings(
         {
             "name": name,
             "scale": scale,
             "strategy": strategy,
             "alignment_mode": alignment_mode,
+            "judge_model": judge_model,
+            "judge_connection": judge_connection,
             "judge_params": judge_params or {},
             "alignment_weights": alignment_weights,
-        }
+        },
+        team=team,
     )
     if slug and Rubric.objects.filter(team=team, slug=slug).exists():
         raise RubricValidationError({"slug": f"a rubric with slug {slug!r} already exists"})
     parsed = criteria_from_any(criteria)
-    _validate_criteria(parsed)
+    criteria_validate(parsed)
     with transaction.atomic():
         rubric = Rubric.objects.create(
             team=team,
@@ -173,6 +195,7 @@ def rubric_create(
             slug=_unique_slug(team, name, slug),
             description=description,
             judge_model=judge_model.strip(),
+            judge_connection=cleaned["judge_connection"],
             judge_params=cleaned["judge_params"],
             scale=cleaned["scale"],
             strategy=strategy,
@@ -188,6 +211,7 @@ SETTINGS_FIELDS = (
     "name",
     "description",
     "judge_model",
+    "judge_connection",
     "judge_params",
     "scale",
     "strategy",
@@ -201,16 +225,16 @@ def rubric_update(*, rubric: Rubric, user=None, **fields: Any) -> Rubric:
     unknown = set(fields) - set(SETTINGS_FIELDS)
     if unknown:
         raise RubricValidationError({f: "unknown field" for f in sorted(unknown)})
-    cleaned = _clean_settings(fields)
+    cleaned = _clean_settings(fields, team=rubric.team, rubric=rubric)
     for name, value in cleaned.items():
         setattr(rubric, name, value.strip() if name in ("name", "judge_model") else value)
     rubric.save()
     return rubric
 
 
-def _next_key(used: Iterable[str]) -> str:
-    numbers = [int(k[1:]) for k in used if k.startswith("c") and k[1:].isdigit()]
-    return f"c{max(numbers, default=0) + 1}"
+def _key_number(key: str) -> int:
+    """n for a key "c<n>", else 0: fresh keys continue after the highest such number."""
+    return int(key[1:]) if key.startswith("c") and key[1:].isdigit() else 0
 
 
 def _assign_keys(rubric: Rubric, criteria: Sequence[CriterionInput]) -> list[CriterionInput]:
@@ -224,11 +248,15 @@ def _assign_keys(rubric: Rubric, criteria: Sequence[CriterionInput]) -> list[Cri
         }
     used = set(Criterion.objects.filter(version__rubric=rubric).values_list("key", flat=True))
     taken = {c.key for c in criteria if c.key}
+    # The running maximum over every key used by any version or given here: linear time, and
+    # a fresh key is still never one this rubric used before.
+    top = max((_key_number(k) for k in used | taken), default=0)
     out = []
     for c in criteria:
         key = c.key or previous.get(c.description.strip())
         if not key or (key in taken and key != c.key):
-            key = _next_key(used | taken)
+            top += 1
+            key = f"c{top}"
         taken.add(key)
         out.append(CriterionInput(description=c.description.strip(), required=c.required, key=key))
     return out
@@ -279,7 +307,7 @@ def rubric_set_criteria(
     parsed = criteria_from_any(criteria)
     if not parsed:
         raise RubricValidationError({"criteria": "a rubric version needs at least one criterion"})
-    _validate_criteria(parsed)
+    criteria_validate(parsed)
     for attempt in range(3):
         try:
             with transaction.atomic():
@@ -337,7 +365,7 @@ def rubric_try(*, rubric: Rubric, criteria: Sequence[CriterionInput], run: Any) 
     from runs.services.evaluations import judge_config_for
     from runs.services.execute import judge_for
 
-    _validate_criteria(criteria)
+    criteria_validate(criteria)
     # judge_for reads only the frozen judge config: the same judge a real evaluation gets.
     judge = judge_for(Evaluation(judge_config=judge_config_for(rubric)))
     specs = [
@@ -362,6 +390,6 @@ def rubric_try(*, rubric: Rubric, criteria: Sequence[CriterionInput], run: Any) 
             result=run_judged(coroutine, timeout=judge.timeout * (judge.retries + 2) + 5)
         )
     except (JudgeError, ScoringInputError) as exc:
-        return TryOutcome(error=str(exc))
+        return TryOutcome(error=tenant_error(str(exc)))
     except TimeoutError:
         return TryOutcome(error="the judge did not answer in time")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -13,7 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
-from runs.scoring import parse_criteria
+from runs.scoring import count_criteria, parse_criteria
 from teams.access import editor_required, team_object_or_404, team_required
 from teams.models import Membership, Team
 
@@ -34,6 +35,7 @@ from .forms import (
 from .models import Criterion, Rubric, RubricVersion
 from .services import (
     RubricValidationError,
+    criteria_count_check,
     rubric_create,
     rubric_set_criteria,
     rubric_try,
@@ -73,9 +75,8 @@ def rubric_new(request: TeamRequest) -> HttpResponse:
     form = RubricCreateForm(request.POST or None)
     parsed = None
     if request.method == "POST" and form.is_valid():
-        text = form.cleaned_data["criteria_text"]
-        parsed = parse_criteria(text) if text.strip() else []
-        if request.POST.get("op") == "create":
+        parsed = _parsed_paste(form, "criteria_text")
+        if parsed is not None and request.POST.get("op") == "create":
             rubric = _create(request, form)
             if rubric is not None:
                 messages.success(request, f"Rubric “{rubric.name}” created.")
@@ -84,6 +85,24 @@ def rubric_new(request: TeamRequest) -> HttpResponse:
     if request.htmx and request.POST.get("op") == "preview":
         template += "#import-preview"
     return render(request, template, {"form": form, "parsed": parsed})
+
+
+def _parsed_paste(form: forms.Form, field: str) -> list[Any] | None:
+    """The criteria parsed from a paste box (the parser is linear and the field's length is
+    capped), or None with the error on ``field`` when there are more than a version may hold."""
+    text = form.cleaned_data.get(field) or ""
+    if not _within_cap(form, field, count_criteria(text)):
+        return None
+    return parse_criteria(text) if text.strip() else []
+
+
+def _within_cap(form: forms.Form, field: str, count: int) -> bool:
+    try:
+        criteria_count_check(count)
+    except RubricValidationError as exc:
+        form.add_error(field, exc.errors["criteria"])
+        return False
+    return True
 
 
 def _create(request: TeamRequest, form: RubricCreateForm) -> Rubric | None:
@@ -180,16 +199,16 @@ def rubric_criteria(request: TeamRequest, rubric_id: Any) -> HttpResponse:
         return _render_editor(request, rubric, formset=formset, meta=meta)
     if op == "save":
         return _save(request, rubric, formset, meta, rows)
-    parsed = (
-        parse_criteria(meta.cleaned_data.get("import_text", ""))
-        if op.startswith(("preview", "import"))
-        else None
-    )
-    if op.startswith("import"):
-        rows = draft_apply(rows, op, parsed)
-        meta = DraftMetaForm(initial={"note": meta.cleaned_data.get("note", "")})
+    pasted = op.startswith(("preview", "import"))
+    parsed = _parsed_paste(meta, "import_text") if pasted else None
+    if op.startswith("import") and parsed is not None:
+        imported = draft_apply(rows, op, parsed)
+        # An append may push the draft past the cap: keep the draft, say why.
+        if _within_cap(meta, "import_text", len(draft_criteria(imported)[0])):
+            rows = imported
+            meta = DraftMetaForm(initial={"note": meta.cleaned_data.get("note", "")})
         parsed = None
-    else:
+    elif not pasted:
         rows = draft_apply(rows, op)
     return _render_editor(
         request, rubric, formset=draft_formset(rows), meta=meta, parsed=parsed, rows=rows
@@ -267,7 +286,7 @@ def rubric_try_view(request: TeamRequest, rubric_id: Any) -> HttpResponse:
     elif not criteria:
         outcome, error = None, "The draft has no criteria to try."
     else:
-        outcome, error = rubric_try(rubric=rubric, criteria=criteria, run=run), ""
+        outcome, error = _try(rubric, criteria, run)
     context = {"try_outcome": outcome, "try_error": error, "try_run": run}
     template = "rubrics/rubric_detail.html"
     if request.htmx:
@@ -276,6 +295,13 @@ def rubric_try_view(request: TeamRequest, rubric_id: Any) -> HttpResponse:
     return render(
         request, template, _editor_context(request, rubric, formset=formset, meta=meta, **context)
     )
+
+
+def _try(rubric: Rubric, criteria: list[Any], run: Any) -> tuple[Any, str]:
+    try:
+        return rubric_try(rubric=rubric, criteria=criteria, run=run), ""
+    except RubricValidationError as exc:
+        return None, "; ".join(exc.errors.values())
 
 
 # --- Failed-criteria review ----------------------------------------------------------------------

@@ -20,7 +20,9 @@ from .errors import (
 from .keys import PROMPT_VERSION, verdict_key
 from .rubric import RubricScorer
 from .text import (
+    CriteriaSourceError,
     coerce_criteria,
+    count_criteria,
     output_text,
     parse_criteria,
     resolve_criteria,
@@ -50,6 +52,7 @@ __all__ = [
     "AlignmentResult",
     "AlignmentScorer",
     "AlignmentWeights",
+    "CriteriaSourceError",
     "Criterion",
     "InvalidJudgeOutput",
     "JudgeCall",
@@ -67,6 +70,7 @@ __all__ = [
     "Weights",
     "band_for",
     "coerce_criteria",
+    "count_criteria",
     "output_text",
     "parse_criteria",
     "resolve_criteria",

@@ -29,7 +29,8 @@ _TAG = re.compile(r"^(?:\[(optional|required)\]|\((optional|required)\))\s*", re
 _TEXT_PART_TYPES = {None, "text", "input_text", "output_text"}
 
 
-def _criterion_from_line(line: str) -> Criterion | None:
+def _line_text(line: str) -> tuple[str, bool] | None:
+    """(description, required) of one line of the text form, or None for no criterion."""
     text = line.strip()
     if not text or _HEADING.match(text):
         return None
@@ -39,15 +40,29 @@ def _criterion_from_line(line: str) -> Criterion | None:
     if tag:
         required = (tag.group(1) or tag.group(2)).lower() == "required"
         text = text[tag.end() :].strip()
-    return Criterion(description=text, required=required) if text else None
+    return (text, required) if text else None
+
+
+def _criterion_from_line(line: str) -> Criterion | None:
+    parsed = _line_text(line)
+    return Criterion(description=parsed[0], required=parsed[1]) if parsed else None
+
+
+def count_criteria(text: str) -> int:
+    """How many criteria ``parse_criteria(text)`` gives, without building them: several times
+    cheaper, so a caller can hold text to a cap before parsing it."""
+    return sum(1 for line in text.splitlines() if _line_text(line) is not None)
 
 
 def _with_positional_ids(criteria: list[Criterion]) -> list[Criterion]:
     """Give id-less criteria "c<position>" (1-based); a clash with an explicit id is an error."""
-    explicit = [c.id for c in criteria if c.id is not None]
-    if len(explicit) != len(set(explicit)):
-        duplicate = next(i for i in explicit if explicit.count(i) > 1)
-        raise ValueError(f"criterion id {duplicate!r} is used twice")
+    # Sets, not list scans: this runs on every rubric write, so it must stay linear.
+    explicit: set[str] = set()
+    for c in criteria:
+        if c.id is not None:
+            if c.id in explicit:
+                raise ValueError(f"criterion id {c.id!r} is used twice")
+            explicit.add(c.id)
     out = []
     for position, criterion in enumerate(criteria, start=1):
         if criterion.id is None:
@@ -110,6 +125,15 @@ def coerce_criteria(value: Any) -> list[Criterion]:
     raise ValueError(f"criteria must be text or a list, got {type(value).__name__}")
 
 
+class CriteriaSourceError(ValueError):
+    """A run's own rubric value (``source``: request_context, metadata or input) is not valid
+    criteria."""
+
+    def __init__(self, source: CriteriaSource, message: str) -> None:
+        super().__init__(message)
+        self.source = source
+
+
 def _is_blank(value: Any) -> bool:
     return (
         value is None
@@ -132,8 +156,8 @@ def resolve_criteria(
 
     The configured rubric wins when it has at least one criterion; otherwise the `rubric` value
     of the request context, then of the metadata, then of the input object. Empty or blank
-    values (and text with no criterion in it) count as absent. Raises ValueError for a present
-    value that is not valid criteria.
+    values (and text with no criterion in it) count as absent. Raises CriteriaSourceError (a
+    ValueError naming where the value came from) for a present value that is not valid criteria.
     """
     candidates: list[tuple[CriteriaSource, Any]] = [
         ("configured", configured),
@@ -147,7 +171,8 @@ def resolve_criteria(
         try:
             criteria = coerce_criteria(value)
         except ValueError as exc:
-            raise ValueError(f"the rubric in the run's {source.replace('_', ' ')}: {exc}") from exc
+            message = f"the rubric in the run's {source.replace('_', ' ')}: {exc}"
+            raise CriteriaSourceError(source, message) from exc
         if criteria:
             return criteria, source
     return [], "none"

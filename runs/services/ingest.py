@@ -11,7 +11,14 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from rubrics.models import AlignmentMode, Rubric
-from runs.scoring import output_text, resolve_criteria, system_text, task_text
+from rubrics.services import CriterionInput, RubricValidationError, criteria_validate
+from runs.scoring import (
+    CriteriaSourceError,
+    output_text,
+    resolve_criteria,
+    system_text,
+    task_text,
+)
 from teams.models import Team
 
 from ..models import AgentRun, Evaluation, Kind, Status
@@ -196,11 +203,8 @@ def _initial_evaluations(
             )
         )
     else:
-        criteria, _ = resolve_criteria(
-            None, payload.request_context, payload.metadata, payload.input.model_dump(mode="json")
-        )
-        if criteria:
-            inline = [{"description": c.description, "required": c.required} for c in criteria]
+        inline = _context_criteria(payload)
+        if inline:
             out.append(
                 evaluation_build(run=run, kind=Kind.RUBRIC, rubric=rubric, inline_criteria=inline)
             )
@@ -211,6 +215,24 @@ def _initial_evaluations(
             )
         )
     return out
+
+
+def _context_criteria(payload: RunPayload) -> list[dict[str, Any]]:
+    """The criteria a run carries itself (its request context, metadata or input ``rubric``),
+    held to a rubric's rules: at most EVALSITE_MAX_CRITERIA, no over-long description."""
+    try:
+        criteria, source = resolve_criteria(
+            None, payload.request_context, payload.metadata, payload.input.model_dump(mode="json")
+        )
+    except CriteriaSourceError as exc:
+        raise RunValidationError({f"{exc.source}.rubric": str(exc)}) from exc
+    try:
+        criteria_validate([CriterionInput(c.description, c.required) for c in criteria])
+    except RubricValidationError as exc:
+        raise RunValidationError(
+            {k.replace("criteria", f"{source}.rubric", 1): v for k, v in exc.errors.items()}
+        ) from exc
+    return [{"description": c.description, "required": c.required} for c in criteria]
 
 
 def runs_ingest_many(

@@ -4,16 +4,20 @@ of web processes; each poll is one small COUNT query."""
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 
-from rubrics.services import criteria_from_any
+from rubrics.services import criteria_from_any, criteria_validate
 from teams.models import Team
 
 from ..models import AgentRun, Evaluation, Kind
 from ..payloads import RunPayload
+from ..ratelimit import backend
 from ..selectors import evaluations_for_run, evaluations_pending
 from .ingest import RunValidationError, run_ingest
 
@@ -21,6 +25,39 @@ from .ingest import RunValidationError, run_ingest
 # often so a long wait costs few queries.
 FIRST_POLL = 0.05
 MAX_POLL = 0.5
+
+
+class ScoreBusy(Exception):
+    """The team already has EVALSITE_SCORE_MAX_WAITING calls waiting for their results."""
+
+    retry_after = 2
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"this team already has {limit} POST /api/score calls waiting for results "
+            f"(EVALSITE_SCORE_MAX_WAITING={limit}): retry after {self.retry_after} s, or send "
+            "runs with POST /api/runs and poll them"
+        )
+        self.limit = limit
+
+
+@contextlib.contextmanager
+def score_waiting_slot(*, team: Team, timeout: float) -> Iterator[None]:
+    """Hold one of the team's EVALSITE_SCORE_MAX_WAITING places for a waiting score call
+    (shared by every web process; a place whose process died frees itself after the wait's
+    ``timeout``). Raises ScoreBusy, storing nothing, when all are taken; 0 turns the cap off."""
+    limit = settings.EVALSITE_SCORE_MAX_WAITING
+    if limit <= 0:
+        yield
+        return
+    key = f"evalsite:score-waiting:{team.pk}"
+    token = backend().hold(key, limit, ttl=timeout + 30)
+    if token is None:
+        raise ScoreBusy(limit)
+    try:
+        yield
+    finally:
+        backend().release(key, token)
 
 
 class ScoreConflict(ValueError):
@@ -65,6 +102,7 @@ def _inline(criteria: Any) -> list[dict[str, Any]] | None:
     parsed = criteria_from_any(criteria)
     if not parsed:
         raise RunValidationError({"criteria": "give at least one criterion"})
+    criteria_validate(parsed)
     return [{"description": c.description, "required": c.required} for c in parsed]
 
 
