@@ -13,7 +13,7 @@ from .services import CriterionInput, RubricValidationError
 
 DIMENSIONS = ("intent", "requirements", "completeness", "appropriateness")
 PERSPECTIVES = ("user", "system")
-JUDGE_PARAMS = ("temperature", "max_tokens", "timeout", "api_base")
+JUDGE_PARAMS = ("temperature", "max_tokens", "timeout")
 
 
 # --- The criteria draft ------------------------------------------------------------------------
@@ -186,34 +186,44 @@ class RubricSettingsForm(forms.Form):
 
     name = forms.CharField(max_length=200)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    judge_connection = forms.ChoiceField(
+        required=False,
+        label="Judge connection",
+        help_text="Where judge calls go. Owners add connections (endpoint and key) in team "
+        "settings.",
+    )
     judge_model = forms.CharField(
         required=False,
         max_length=200,
-        help_text="A litellm model string; blank uses the deployment default.",
+        help_text="A litellm model string; blank uses the connection's model (or the "
+        "deployment default).",
         widget=forms.TextInput(attrs={"placeholder": "deployment default", "class": "mono"}),
     )
     temperature = forms.FloatField(required=False, widget=forms.NumberInput(attrs={"step": "0.1"}))
     max_tokens = forms.IntegerField(required=False)
     timeout = forms.FloatField(required=False, label="Timeout (s)")
-    api_base = forms.CharField(required=False, max_length=500, label="API base URL")
     scale = forms.FloatField(widget=forms.NumberInput(attrs={"step": "any"}))
     strategy = forms.ChoiceField(choices=Strategy.choices)
     alignment_mode = forms.ChoiceField(choices=AlignmentMode.choices, label="Prompt alignment")
     custom_weights = forms.BooleanField(required=False, label="Override the default weights")
     user_share = _weight_field("User share (both)")
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, connections: Any = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.group_errors: dict[str, list[str]] = {}
+        choices = [("", "Deployment default")]
+        choices += [(str(c.pk), f"{c.name} ({c.model})") for c in connections]
+        self.fields["judge_connection"].choices = choices  # type: ignore[attr-defined]
         for perspective in PERSPECTIVES:
             for dim in DIMENSIONS:
                 self.fields[f"w_{perspective}_{dim}"] = _weight_field(dim.capitalize())
 
     @classmethod
-    def for_rubric(cls, rubric: Rubric) -> RubricSettingsForm:
+    def for_rubric(cls, rubric: Rubric, connections: Any = ()) -> RubricSettingsForm:
         initial: dict[str, Any] = {
             "name": rubric.name,
             "description": rubric.description,
+            "judge_connection": str(rubric.judge_connection_id or ""),
             "judge_model": rubric.judge_model,
             "scale": rubric.scale,
             "strategy": rubric.strategy,
@@ -221,7 +231,7 @@ class RubricSettingsForm(forms.Form):
             **{p: rubric.judge_params.get(p) for p in JUDGE_PARAMS},
         }
         initial.update(_weights_initial(rubric.alignment_weights))
-        return cls(initial=initial)
+        return cls(initial=initial, connections=connections)
 
     def weight_rows(self) -> list[tuple[str, list[Any]]]:
         return [(p, [self[f"w_{p}_{dim}"] for dim in DIMENSIONS]) for p in PERSPECTIVES]
@@ -234,6 +244,7 @@ class RubricSettingsForm(forms.Form):
             "name": data["name"],
             "description": data.get("description", ""),
             "judge_model": data.get("judge_model", ""),
+            "judge_connection": data.get("judge_connection") or None,
             "judge_params": params,
             "scale": data["scale"],
             "strategy": data["strategy"],
@@ -253,7 +264,10 @@ class RubricSettingsForm(forms.Form):
     def apply_service_errors(self, error: RubricValidationError) -> None:
         """Map ``RubricValidationError.errors`` (service field → message) onto form fields."""
         for name, message in error.errors.items():
-            if name == "judge_params":
+            if name.startswith("judge_params."):
+                field = name.partition(".")[2]
+                self.add_error(field if field in JUDGE_PARAMS else None, message)
+            elif name == "judge_params":
                 self._apply_nested(message, lambda loc: loc if loc in JUDGE_PARAMS else None)
             elif name == "alignment_weights":
                 self._apply_nested(message, self._weight_field_for)

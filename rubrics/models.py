@@ -25,9 +25,18 @@ class Rubric(models.Model):
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=100)
     description = models.TextField(blank=True)
-    # Blank means the deployment default (EVALSITE_JUDGE_MODEL).
+    # Where judge calls go: a connection of the same team, or null for the deployment's judge.
+    # PROTECT: a connection is deleted only once no rubric chooses it (teams.services).
+    judge_connection = models.ForeignKey(
+        "teams.JudgeConnection",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="rubrics",
+    )
+    # Blank means the connection's model, else the deployment default (EVALSITE_JUDGE_MODEL).
     judge_model = models.CharField(max_length=200, blank=True)
-    # temperature, max_tokens, api_base, timeout: validated by rubrics.services.
+    # temperature, max_tokens, timeout: validated by rubrics.services.
     judge_params = models.JSONField(default=dict, blank=True)
     scale = models.FloatField(default=1.0)
     strategy = models.CharField(max_length=12, choices=Strategy.choices, default=Strategy.BATCHED)

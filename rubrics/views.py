@@ -17,6 +17,7 @@ from django_htmx.middleware import HtmxDetails
 from runs.scoring import count_criteria, parse_criteria
 from teams.access import editor_required, team_object_or_404, team_required
 from teams.models import Membership, Team
+from teams.selectors import judge_connections_list
 
 from . import selectors
 from .forms import (
@@ -125,7 +126,7 @@ def _create(request: TeamRequest, form: RubricCreateForm) -> Rubric | None:
 
 def _rubric(request: TeamRequest, rubric_id: Any) -> Rubric:
     return team_object_or_404(
-        request, Rubric.objects.select_related("current_version"), id=rubric_id
+        request, Rubric.objects.select_related("current_version", "judge_connection"), id=rubric_id
     )
 
 
@@ -161,7 +162,9 @@ def _editor_context(request: TeamRequest, rubric: Rubric, **overrides: Any) -> d
         "try_runs": selectors.rubric_try_runs(rubric=rubric),
         "formset": draft_formset(draft_rows_from_version(current)),
         "meta": DraftMetaForm(),
-        "settings_form": RubricSettingsForm.for_rubric(rubric),
+        "settings_form": RubricSettingsForm.for_rubric(
+            rubric, connections=judge_connections_list(team=request.team)
+        ),
         "dirty": False,
     }
     context.update(overrides)
@@ -257,7 +260,7 @@ def _save(
 @require_POST
 def rubric_settings(request: TeamRequest, rubric_id: Any) -> HttpResponse:
     rubric = _rubric(request, rubric_id)
-    form = RubricSettingsForm(request.POST)
+    form = RubricSettingsForm(request.POST, connections=judge_connections_list(team=request.team))
     if form.is_valid():
         try:
             rubric_update(rubric=rubric, user=request.user, **form.service_fields())

@@ -72,3 +72,40 @@ class ApiKey(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+
+class JudgeConnection(models.Model):
+    """A judge endpoint and credential a team owns: the only way a team's judge calls leave
+    for an address of its choosing (the deployment's key only ever goes to the deployment's
+    judge). The key is stored encrypted (teams.crypto) and never shown again: ``key_hint`` is
+    its last four characters."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="judge_connections")
+    name = models.CharField(max_length=100)
+    # A litellm model string, e.g. openai/gpt-4o-mini.
+    model = models.CharField(max_length=200)
+    # Blank: the provider's default endpoint.
+    api_base = models.CharField(max_length=500, blank=True)
+    key_ciphertext = models.TextField(blank=True)
+    key_hint = models.CharField(max_length=8, blank=True)
+    # temperature, max_tokens, timeout and OpenAI request body fields: teams.services validates.
+    params = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "name"], name="judge_connection_unique_name"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"<JudgeConnection {self.id} {self.name!r}>"
+
+    @property
+    def has_key(self) -> bool:
+        return bool(self.key_ciphertext)

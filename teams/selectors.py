@@ -1,11 +1,13 @@
 """Reads for teams: who may see what."""
 
+import uuid
 from datetime import timedelta
+from typing import Any
 
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from .models import ApiKey, Membership, Team
+from .models import ApiKey, JudgeConnection, Membership, Team
 from .services import hash_api_key
 
 # Writing last_used_at on every request would turn each API read into a write.
@@ -58,3 +60,30 @@ def api_keys_by_prefix(*, prefix: str, team: Team | None = None) -> list[ApiKey]
     if team is not None:
         qs = qs.filter(team=team)
     return list(qs[:10])
+
+
+def judge_connections_list(*, team: Team) -> QuerySet[JudgeConnection]:
+    """The team's judge connections by name."""
+    return JudgeConnection.objects.filter(team=team).order_by("name")
+
+
+def judge_connection_get(*, team: Team, ref: Any) -> JudgeConnection | None:
+    """The team's connection with this id or name; None for another team's."""
+    lookup = {"pk": ref} if _is_uuid(ref) else {"name": str(ref)}
+    return JudgeConnection.objects.filter(team=team, **lookup).first()
+
+
+def judge_connections_by_id(*, ids: Any) -> dict[str, JudgeConnection]:
+    """Connections by id (as text), one query: what a worker's group of claims uses."""
+    wanted = [i for i in ids if _is_uuid(i)]
+    if not wanted:
+        return {}
+    return {str(c.pk): c for c in JudgeConnection.objects.filter(pk__in=wanted)}
+
+
+def _is_uuid(value: Any) -> bool:
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True

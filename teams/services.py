@@ -1,15 +1,25 @@
-"""Writes for teams, memberships and API keys."""
+"""Writes for teams, memberships, API keys and judge connections."""
+
+from __future__ import annotations
 
 import hashlib
 import secrets
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from django.db.models import ProtectedError
 from django.utils import timezone
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
-from .models import ApiKey, Membership, Role, Team
+from runs.scoring.judge import BODY_PARAMS, connection_route_problem
+from runs.scoring.netguard import url_refusal
+
+from .crypto import secret_encrypt
+from .models import ApiKey, JudgeConnection, Membership, Role, Team
 
 KEY_PREFIX = "es_"
 
@@ -71,3 +81,184 @@ class TeamValidationError(ValueError):
     def __init__(self, errors: dict[str, str]) -> None:
         super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
         self.errors = errors
+
+
+# --- Judge connections ---------------------------------------------------------------------------
+
+
+class ConnectionInUse(Exception):
+    """The connection is still chosen by rubrics (a 409)."""
+
+
+def cap_timeout(value: float | None) -> float | None:
+    """A judge timeout within EVALSITE_JUDGE_MAX_TIMEOUT (for rubrics and connections)."""
+    cap = settings.EVALSITE_JUDGE_MAX_TIMEOUT
+    if value is not None and value > cap:
+        raise PydanticCustomError(
+            "judge_cap", "at most {cap:g} seconds (EVALSITE_JUDGE_MAX_TIMEOUT)", {"cap": cap}
+        )
+    return value
+
+
+def cap_tokens(value: int | None) -> int | None:
+    """A judge token limit within EVALSITE_JUDGE_MAX_TOKENS (for rubrics and connections)."""
+    cap = settings.EVALSITE_JUDGE_MAX_TOKENS
+    if value is not None and value > cap:
+        raise PydanticCustomError(
+            "judge_cap", "at most {cap} tokens (EVALSITE_JUDGE_MAX_TOKENS)", {"cap": cap}
+        )
+    return value
+
+
+class ConnectionParams(BaseModel):
+    """A connection's request parameters: sampling, limits and OpenAI request body fields.
+    litellm options (extra_headers, api_key, api_base, ...) are refused: they would change
+    where requests go or what they carry."""
+
+    model_config = ConfigDict(extra="allow")
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_tokens: int | None = Field(default=None, gt=0)
+    max_completion_tokens: int | None = Field(default=None, gt=0)
+    timeout: float | None = Field(default=None, gt=0)
+
+    _timeout_cap = field_validator("timeout")(cap_timeout)
+    _tokens_cap = field_validator("max_tokens", "max_completion_tokens")(cap_tokens)
+
+    @model_validator(mode="after")
+    def _only_body_fields(self) -> ConnectionParams:
+        for name in self.model_extra or {}:
+            if name not in BODY_PARAMS:
+                raise PydanticCustomError(
+                    "judge_param",
+                    "{name} is not a judge parameter: use temperature, max_tokens, timeout or "
+                    "an OpenAI request body field ({fields})",
+                    {"name": name, "fields": ", ".join(sorted(BODY_PARAMS))},
+                )
+        return self
+
+
+def _clean_connection(team: Team, fields: dict[str, Any], current: JudgeConnection | None):
+    errors: dict[str, str] = {}
+    out: dict[str, Any] = {}
+    if "name" in fields:
+        out["name"] = str(fields["name"] or "").strip()
+        if not out["name"] or len(out["name"]) > 100:
+            errors["name"] = "1 to 100 characters"
+        elif (
+            JudgeConnection.objects.filter(team=team, name=out["name"])
+            .exclude(pk=current.pk if current else None)
+            .exists()
+        ):
+            errors["name"] = f"this team already has a connection named {out['name']!r}"
+    if "api_base" in fields:
+        out["api_base"] = str(fields["api_base"] or "").strip()
+        if refusal := _api_base_refusal(out["api_base"]):
+            errors["api_base"] = refusal
+    if "model" in fields:
+        out["model"] = str(fields["model"] or "").strip()
+        if not out["model"] or len(out["model"]) > 200 or " " in out["model"]:
+            errors["model"] = "a litellm model string, e.g. openai/gpt-4o-mini"
+    if "params" in fields:
+        try:
+            out["params"] = ConnectionParams.model_validate(fields["params"] or {}).model_dump(
+                exclude_none=True
+            )
+        except ValidationError as exc:
+            errors.update(_param_errors(exc))
+    if "model" not in errors and "api_base" not in errors:
+        model = out.get("model", current.model if current else "")
+        api_base = out.get("api_base", current.api_base if current else "")
+        if problem := connection_route_problem(model, api_base or None):
+            errors["model"] = problem
+    if errors:
+        raise TeamValidationError(errors)
+    return out
+
+
+def _api_base_refusal(api_base: str) -> str | None:
+    if not api_base:
+        return None
+    if len(api_base) > 500:
+        return "at most 500 characters"
+    refusal = url_refusal(
+        api_base, resolve=True, allow_private=settings.EVALSITE_JUDGE_ALLOW_PRIVATE
+    )
+    if refusal is not None and refusal.startswith("points to"):
+        refusal += " (a deployment can allow judges on its network: EVALSITE_JUDGE_ALLOW_PRIVATE)"
+    return refusal
+
+
+def _param_errors(exc: ValidationError) -> dict[str, str]:
+    out = {}
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        out[f"params.{loc}" if loc else "params"] = err["msg"]
+    return out
+
+
+def _set_key(connection: JudgeConnection, api_key: str | None) -> None:
+    key = (api_key or "").strip()
+    if len(key) > 2000:
+        raise TeamValidationError({"api_key": "at most 2,000 characters"})
+    connection.key_ciphertext = secret_encrypt(key) if key else ""
+    connection.key_hint = key[-4:] if len(key) >= 12 else ""
+
+
+def connection_create(
+    *,
+    team: Team,
+    name: str,
+    model: str,
+    api_base: str = "",
+    api_key: str | None = None,
+    params: dict[str, Any] | None = None,
+) -> JudgeConnection:
+    """A new connection. The key is encrypted; nothing returns it again."""
+    fields = {"name": name, "model": model, "api_base": api_base, "params": params}
+    connection = JudgeConnection(team=team, **_clean_connection(team, fields, None))
+    _set_key(connection, api_key)
+    try:
+        with transaction.atomic():
+            connection.save(force_insert=True)
+    except IntegrityError:  # the same name created at the same moment
+        raise TeamValidationError(
+            {"name": f"this team already has a connection named {name.strip()!r}"}
+        ) from None
+    return connection
+
+
+CONNECTION_FIELDS = ("name", "model", "api_base", "api_key", "params")
+
+
+def connection_update(*, connection: JudgeConnection, **fields: Any) -> JudgeConnection:
+    """Change the fields given. ``api_key`` replaces the key (empty or None removes it)."""
+    unknown = set(fields) - set(CONNECTION_FIELDS)
+    if unknown:
+        raise TeamValidationError({f: "unknown field" for f in sorted(unknown)})
+    cleaned = _clean_connection(connection.team, fields, connection)
+    for name, value in cleaned.items():
+        setattr(connection, name, value)
+    if "api_key" in fields:
+        _set_key(connection, fields["api_key"])
+    try:
+        with transaction.atomic():
+            connection.save()
+    except IntegrityError:
+        raise TeamValidationError(
+            {"name": f"this team already has a connection named {connection.name!r}"}
+        ) from None
+    return connection
+
+
+def connection_delete(*, connection: JudgeConnection) -> None:
+    """Delete it; refused while rubrics choose it. Evaluations already queued with it fail
+    with a permanent error when their turn comes (its key is gone)."""
+    try:
+        connection.delete()
+    except ProtectedError as exc:
+        names = sorted({str(obj) for obj in exc.protected_objects})
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        raise ConnectionInUse(
+            f"rubrics still use the connection {connection.name!r} ({shown}): choose another "
+            "judge for them first"
+        ) from None

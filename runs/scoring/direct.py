@@ -17,16 +17,25 @@ a short-lived loop of its own (RubricScorer.score, asyncio.run) goes through lit
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
+import socket
 import weakref
 from typing import Any
 
 import aiohttp
+from aiohttp.resolver import DefaultResolver
+
+from .netguard import address_refusal
 
 _enabled: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
-_sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aiohttp.ClientSession] = (
-    weakref.WeakKeyDictionary()
-)
+# Per loop: the session for the deployment's judge, and one for teams' api_bases whose resolver
+# refuses non-public addresses (so the address checked is the address connected to).
+_sessions: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[bool, aiohttp.ClientSession]
+] = weakref.WeakKeyDictionary()
+# What a team sees of a judge's error: the provider's message, on one line, this long at most.
+MAX_ERROR_CHARS = 300
 
 
 def enable(loop: asyncio.AbstractEventLoop) -> None:
@@ -41,21 +50,37 @@ def available() -> bool:
         return False
 
 
-def _session() -> aiohttp.ClientSession:
+class _PublicOnlyResolver(DefaultResolver):
+    """Resolves as usual, then refuses a host that has a non-public address (netguard)."""
+
+    async def resolve(self, host: str, port: int = 0, family: int = socket.AF_INET) -> Any:
+        found = await super().resolve(host, port, family)
+        for item in found:
+            refusal = address_refusal(ipaddress.ip_address(str(item["host"]).split("%")[0]))
+            if refusal is not None:
+                raise OSError(f"the judge host {host} {refusal}")
+        return found
+
+
+def _session(guarded: bool = False) -> aiohttp.ClientSession:
     loop = asyncio.get_running_loop()
-    session = _sessions.get(loop)
+    sessions = _sessions.setdefault(loop, {})
+    session = sessions.get(guarded)
     if session is None or session.closed:
         # No pool limit of our own: the worker bounds calls in flight; keep-alive reuses them.
-        connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
+        connector = (
+            aiohttp.TCPConnector(limit=0, resolver=_PublicOnlyResolver(), use_dns_cache=False)
+            if guarded
+            else aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
+        )
         session = aiohttp.ClientSession(connector=connector, json_serialize=json.dumps)
-        _sessions[loop] = session
+        sessions[guarded] = session
     return session
 
 
 async def close() -> None:
-    """Close the running loop's session (its loop is about to stop)."""
-    session = _sessions.pop(asyncio.get_running_loop(), None)
-    if session is not None:
+    """Close the running loop's sessions (its loop is about to stop)."""
+    for session in _sessions.pop(asyncio.get_running_loop(), {}).values():
         await session.close()
 
 
@@ -69,30 +94,54 @@ class HTTPJudgeError(Exception):
         self.headers = dict(headers or {})
 
 
+def bounded(text: str) -> str:
+    """One line, at most MAX_ERROR_CHARS characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= MAX_ERROR_CHARS else line[: MAX_ERROR_CHARS - 1] + "…"
+
+
 def _error_message(status: int, text: str) -> str:
+    """The provider's own message (``error.message`` of a JSON error, or a string ``error``),
+    bounded; never the raw body, which may be anything the server at that address holds."""
     try:
         body = json.loads(text)
     except ValueError:
-        return text.strip()[:500] or f"HTTP {status}"
+        return f"HTTP {status}"
     error = body.get("error") if isinstance(body, dict) else None
-    if isinstance(error, dict) and error.get("message"):
-        return str(error["message"])
-    if isinstance(error, str):
-        return error
-    return text.strip()[:500]
+    message = error.get("message") if isinstance(error, dict) else error
+    if isinstance(message, str) and message.strip():
+        return bounded(message)
+    return f"HTTP {status}"
 
 
 async def post_chat(
-    *, api_base: str, api_key: str | None, body: dict[str, Any], timeout: float
+    *,
+    api_base: str,
+    api_key: str | None,
+    body: dict[str, Any],
+    timeout: float,
+    guarded: bool = False,
 ) -> dict[str, Any]:
     """POST {api_base}/chat/completions; the decoded answer, or HTTPJudgeError / aiohttp's
-    connection errors / TimeoutError."""
+    connection errors / TimeoutError. Redirects are not followed (a 3xx is an error): a
+    judge's address is checked before the request, and a redirect would skip that check.
+    ``guarded``: a team's api_base, connected to only at public addresses."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     url = api_base.rstrip("/") + "/chat/completions"
-    async with _session().post(
-        url, json=body, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout)
+    async with _session(guarded).post(
+        url,
+        json=body,
+        headers=headers,
+        timeout=aiohttp.ClientTimeout(total=timeout),
+        allow_redirects=False,
     ) as response:
         text = await response.text()
+        if 300 <= response.status < 400:
+            raise HTTPJudgeError(
+                response.status,
+                f"judge answered with a redirect ({response.status}); evalsite does not follow "
+                "redirects: set the api_base to the final address",
+            )
         if response.status >= 400:
             raise HTTPJudgeError(
                 response.status, _error_message(response.status, text), response.headers
@@ -102,6 +151,8 @@ async def post_chat(
         answer["choices"][0]["message"]  # noqa: B018 - the shape every caller reads
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         raise HTTPJudgeError(
-            502, f"unreadable answer from the judge server: {text[:200]!r}"
+            502,
+            f"unreadable answer from the judge server (HTTP {response.status}, "
+            "not an OpenAI chat completion)",
         ) from exc
     return answer

@@ -13,13 +13,26 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 _NOISE = re.compile(r"^(?:litellm\.\w+:\s*)?(?:\w+Error:\s*)?(?:\w+Exception\s*-\s*)?")
+# Where an HTTP client's message starts quoting the response body (the SDK's "Error code: 400 -
+# {...}", litellm's "Received: '...'", an HTML page): what follows is not shown to a team.
+_BODY_QUOTE = re.compile(r"\s*(?:-\s*[{\[]|Received:|<[a-zA-Z!]|\{['\"]).*$", re.S)
+MAX_DETAIL_CHARS = 300
 
 
 def detail(exc: Exception) -> str:
-    """The provider's own words, without litellm's prefixes, on one line, capped."""
-    text = str(getattr(exc, "message", None) or exc)
-    text = " ".join(_NOISE.sub("", text.strip()).split())
-    return text[:300] or type(exc).__name__
+    """The provider's own words (a JSON error's ``message``), without litellm's prefixes and
+    never a quoted response body, on one line, capped: the server at a team's api_base may be
+    anything, and its body must not come back through an error."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        text = body["message"]
+    else:
+        text = str(getattr(exc, "message", None) or exc)
+        text = _BODY_QUOTE.sub("", _NOISE.sub("", text.strip()))
+    text = " ".join(text.split())
+    if len(text) > MAX_DETAIL_CHARS:
+        text = text[: MAX_DETAIL_CHARS - 1] + "…"
+    return text or type(exc).__name__
 
 
 def _header(headers: Any, name: str) -> str | None:

@@ -33,10 +33,11 @@ from typing import Any, TypeVar
 import litellm
 import litellm.main
 
-from . import direct
+from . import direct, netguard
 from .answers import describe_problem, parse_json, repair_request, with_schema_in_prompt
 from .errors import InvalidJudgeOutput, PermanentJudgeError, TransientJudgeError
 from .failures import CONNECTION_FAILURES, TIMEOUTS, caused_by, detail, retry_after_of
+from .fairshare import FairSlots
 from .types import JudgeCall, JudgeConfig
 
 T = TypeVar("T")
@@ -157,6 +158,75 @@ def _fast_path(config: JudgeConfig) -> Iterator[None]:
             _INLINE_SETUP.reset(token)
 
 
+# --- Where a judge's requests go (the rule for teams' judge connections) -----------------------
+
+# Providers whose default endpoint is a server on the judge's own machine or network.
+_SELF_HOSTED = frozenset(
+    {
+        "ollama", "ollama_chat", "lm_studio", "llamafile", "hosted_vllm", "vllm", "xinference",
+        "triton", "oobabooga", "lemonade", "docker_model_runner", "openai_like", "custom_openai",
+        "custom", "petals",
+    }
+)  # fmt: skip
+# Providers that sign in with the server's own cloud identity (environment, instance role) when
+# no key is given: a team's connection would spend the deployment's cloud account.
+_AMBIENT_CREDENTIALS = frozenset(
+    {
+        "bedrock", "sagemaker", "sagemaker_chat", "sagemaker_nova", "vertex_ai", "vertex_ai_beta",
+        "watsonx", "watsonx_text", "oci", "snowflake", "databricks", "github_copilot",
+    }
+)  # fmt: skip
+_providers: dict[tuple[str, str | None], tuple[str | None, str | None]] = {}
+
+
+def _provider_and_base(model: str, api_base: str | None = None) -> tuple[str | None, str | None]:
+    key = (model, api_base)
+    if key not in _providers:
+        try:
+            _, provider, _, default_base = litellm.get_llm_provider(model, api_base=api_base)
+        except Exception:  # noqa: BLE001 - litellm cannot tell: no provider
+            provider, default_base = None, None
+        _providers[key] = (provider, default_base)
+    return _providers[key]
+
+
+def model_provider(model: str) -> str | None:
+    """litellm's provider for a model string (``openai/x`` → "openai"), None when unknown."""
+    return _provider_and_base(model)[0]
+
+
+def connection_route_problem(model: str, api_base: str | None) -> str | None:
+    """Why a team's judge connection must not call ``model`` at ``api_base`` (None: it may).
+
+    An api_base takes an OpenAI-compatible model string (``openai/<name>``): those requests go
+    through the direct transport, which never follows a redirect. Without one the provider's
+    default endpoint is used, which must be a public service: self-hosted providers default to
+    this machine, and cloud providers that sign in with the server's own identity would spend
+    the deployment's account."""
+    provider, default_base = _provider_and_base(model, api_base or None)
+    if provider is None:
+        return (
+            f"litellm cannot tell the provider of {model!r}: use a litellm model string such "
+            "as openai/gpt-4o-mini"
+        )
+    if provider in _AMBIENT_CREDENTIALS:
+        return (
+            f"{provider} models sign in with the server's own cloud credentials, which a "
+            "team's connection cannot use"
+        )
+    if api_base and provider != "openai":
+        return (
+            "with an api_base, use an OpenAI-compatible model string (openai/<model name>), "
+            f"not a {provider} one"
+        )
+    if not api_base and (provider in _SELF_HOSTED or default_base):
+        return (
+            f"{provider} models run on a server of yours: give its api_base (and use "
+            "openai/<model name>)"
+        )
+    return None
+
+
 # --- Model facts (cached: litellm's lookups are slow for models it does not know) --------------
 
 _schema_support: dict[str, bool] = {}
@@ -226,7 +296,7 @@ def _cost(
 
 # --- Failure classification --------------------------------------------------------------------
 
-_AUTH_HELP = "set EVALSITE_JUDGE_API_KEY or the rubric's judge api_key"
+_AUTH_HELP = "set EVALSITE_JUDGE_API_KEY, or the key of the rubric's judge connection"
 
 
 def _transient(
@@ -276,6 +346,8 @@ def _permanent(exc: Exception, config: JudgeConfig, status: int | None) -> Perma
             f"{config.api_base or 'its provider'}: check the litellm model string and the "
             f"api_base ({said})"
         )
+    if status is not None and 300 <= status < 400:
+        return PermanentJudgeError(said)  # direct.py's own words: redirects are not followed
     if isinstance(exc, litellm.BadRequestError) or status in (400, 422):
         return PermanentJudgeError(
             f"judge rejected the request ({status or 400}): {said}; check the judge model "
@@ -355,12 +427,17 @@ _BODY_PARAMS = frozenset(
         *_CUSTOM_PRICE_KEYS,
     }
 )
+# What a team's judge connection may set besides temperature, max_tokens and timeout.
+BODY_PARAMS = _BODY_PARAMS
 
 
 def _direct_model(config: JudgeConfig) -> str | None:
     """The model name to send straight to an OpenAI-compatible api_base, or None when this
-    call goes through litellm (another provider, no api_base, or transport="litellm")."""
-    if config.transport != "auto" or not config.api_base or not direct.available():
+    call goes through litellm (another provider, no api_base, or transport="litellm"). A
+    team's connection always goes direct where it can: litellm follows redirects."""
+    if not config.api_base or not direct.available():
+        return None
+    if config.transport != "auto" and config.connection is None:
         return None
     if not _BODY_PARAMS.issuperset(config.extra):
         return None
@@ -394,6 +471,7 @@ async def _request(config: JudgeConfig, messages: list[dict], response_format: d
             api_key=config.api_key,
             body=_direct_body(config, name, messages, response_format),
             timeout=config.timeout,
+            guarded=config.address_guard,
         )
         choice = answer["choices"][0]
         usage = answer.get("usage") or {}
@@ -410,15 +488,17 @@ async def _request(config: JudgeConfig, messages: list[dict], response_format: d
 
 
 _call_limit: int | None = None
-_call_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+_call_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, FairSlots] = (
     weakref.WeakKeyDictionary()
 )
 
 
 def limit_calls_in_flight(limit: int | None) -> None:
     """At most ``limit`` judge requests in flight per event loop of this process (None: no
-    limit). A worker sets it to its concurrency; each request, however many an evaluation
-    makes at once (independent criteria, both alignment perspectives), takes one slot."""
+    limit), shared fairly between tenants (fairshare.py: the ``TENANT`` context variable names
+    the caller's; one tenant alone gets every slot, a tenant under its share may overdraw up to
+    twice the limit). A worker sets it to its concurrency; each request, however many an
+    evaluation makes at once (independent criteria, both alignment perspectives), takes one."""
     global _call_limit
     _call_limit = limit if limit and limit > 0 else None
     _call_slots.clear()
@@ -430,7 +510,7 @@ def _call_slot() -> contextlib.AbstractAsyncContextManager[Any]:
     loop = asyncio.get_running_loop()
     slots = _call_slots.get(loop)
     if slots is None:
-        slots = _call_slots[loop] = asyncio.Semaphore(_call_limit)
+        slots = _call_slots[loop] = FairSlots(_call_limit)
     return slots
 
 
@@ -446,11 +526,12 @@ async def _call_once_now(
 ) -> _Answer:
     started = time.perf_counter()
     try:
+        await _check_address(config)
         content, finish_reason, prompt_tokens, completion_tokens, response = await _request(
             config, messages, response_format
         )
     except Exception as exc:
-        error = classify_exception(exc, config)
+        error = exc if isinstance(exc, PermanentJudgeError) else classify_exception(exc, config)
         latency = (time.perf_counter() - started) * 1000
         calls.append(
             JudgeCall(model=config.model, messages=messages, error=str(error), latency_ms=latency)
@@ -470,6 +551,16 @@ async def _call_once_now(
         )
     )
     return _Answer(content, finish_reason)
+
+
+async def _check_address(config: JudgeConfig) -> None:
+    """A team's api_base is looked up again right before each request (DNS may have changed
+    since it was accepted) and refused when it reaches a non-public address."""
+    if not (config.address_guard and config.api_base):
+        return
+    refusal = await netguard.url_refusal_async(config.api_base)
+    if refusal is not None:
+        raise PermanentJudgeError(f"judge address refused: the api_base {refusal}")
 
 
 def _retry_delay(attempt: int, retry_after: float | None) -> float | None:
@@ -527,6 +618,8 @@ async def complete_json(
     Raises PermanentJudgeError (no model, 4xx), TransientJudgeError (after `config.retries`
     retries) or InvalidJudgeOutput; each carries the calls made.
     """
+    if config.unusable:
+        raise PermanentJudgeError(config.unusable)
     if not (config.model or "").strip():
         raise PermanentJudgeError(NO_MODEL_MESSAGE)
     response_format = _response_format(config, schema_name, schema)

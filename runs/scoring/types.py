@@ -71,6 +71,16 @@ class JudgeConfig(BaseModel):
     # judge's identity: both send the same request.
     transport: Literal["auto", "litellm"] = "auto"
     extra: dict[str, Any] = Field(default_factory=dict)
+    # A team's judge connection (its id): part of the identity, so verdicts judged through one
+    # connection are never reused for another.
+    connection: str | None = None
+    # Refuse, right before every request, an api_base that resolves to a loopback, private,
+    # link-local or metadata address (netguard.py): set for a team's api_base, not for the
+    # deployment's own judge.
+    address_guard: bool = False
+    # Why this judge must not be called at all (e.g. its connection was deleted): every call
+    # fails at once with this as a permanent error.
+    unusable: str | None = None
 
     @field_validator("timeout", mode="before")
     @classmethod
@@ -89,11 +99,12 @@ class JudgeConfig(BaseModel):
         """What makes two judges give the same verdicts: model and sampling parameters.
 
         Stable (safe to hash) and free of secrets: no api_key, and `extra` loses every key that
-        looks like a credential or a header. api_base stays in: the same model name behind two
-        different servers is not known to be the same model. Retry and timeout settings are left
-        out because they do not change what the judge answers.
+        looks like a credential or a header. api_base and the team's connection stay in: the
+        same model name behind two different servers or accounts is not known to be the same
+        model. Retry and timeout settings are left out because they do not change what the
+        judge answers.
         """
-        return {
+        identity: dict[str, Any] = {
             "model": self.model,
             "api_base": self.api_base,
             "temperature": self.temperature,
@@ -101,6 +112,9 @@ class JudgeConfig(BaseModel):
             "structured_output": self.structured_output,
             "extra": _redact(self.extra),
         }
+        if self.connection is not None:  # absent otherwise: earlier verdict keys stay valid
+            identity["connection"] = self.connection
+        return identity
 
 
 class JudgeCall(BaseModel):

@@ -34,12 +34,16 @@ from runs.scoring import (
     verdict_key,
 )
 from runs.scoring import Criterion as CriterionSpec
+from runs.scoring.fairshare import TENANT
+from runs.scoring.redact import internal_error, new_ref, tenant_error
+from teams.selectors import judge_connections_by_id
 
 from ..models import AgentRun, CriterionVerdict, Evaluation, Kind, Status
 from ..ratelimit import judge_admit, limit_for
 from .estimates import evaluation_plan
 from .evaluations import evaluation_publish_later
 from .groupcommit import GroupCommit
+from .judges import judge_for
 from .results import Finished, record_failure, record_many, run_refresh
 
 logger = logging.getLogger(__name__)
@@ -125,8 +129,12 @@ _claims: GroupCommit[str, Claim | None] = GroupCommit(evaluations_claim)
 
 def _plans(evaluations: list[Evaluation]) -> list[Plan]:
     plans = []
+    # The group's judge connections in one query (none when no evaluation has one).
+    connections = judge_connections_by_id(
+        ids={e.judge_config.get("connection") for e in evaluations} - {None}
+    )
     for evaluation in evaluations:
-        judge = judge_for(evaluation)
+        judge = judge_for(evaluation, connections)
         if evaluation.kind == Kind.RUBRIC:
             criteria, criteria_ids = _criteria(evaluation)
             plans.append(Plan(judge, criteria, criteria_ids))
@@ -137,23 +145,6 @@ def _plans(evaluations: list[Evaluation]) -> list[Plan]:
         replace(plan, reuse=reuse[evaluation.id]) if evaluation.id in reuse else plan
         for evaluation, plan in zip(evaluations, plans, strict=True)
     ]
-
-
-def judge_for(evaluation: Evaluation) -> JudgeConfig:
-    config = dict(evaluation.judge_config)
-    api_base = config.pop("api_base", None)
-    api_key = settings.EVALSITE_JUDGE_API_KEY or None
-    if api_base and not api_key:
-        api_key = "not-needed"  # local OpenAI-compatible servers accept any key
-    known = {k: config.pop(k) for k in ("temperature", "timeout", "max_tokens") if k in config}
-    return JudgeConfig(
-        model=config.pop("model", "") or "",
-        api_base=api_base,
-        api_key=api_key,
-        transport=cast(Literal["auto", "litellm"], settings.EVALSITE_JUDGE_TRANSPORT),
-        extra=config,
-        **known,
-    )
 
 
 def _criteria(evaluation: Evaluation) -> tuple[list[CriterionSpec], dict[str, Any]]:
@@ -275,14 +266,15 @@ def evaluation_execute(*, evaluation_id: str) -> Outcome:
     return _execute([claim])[0]
 
 
-def evaluations_execute(*, evaluation_ids: list[str]) -> list[Outcome]:
+def evaluations_execute(*, evaluation_ids: list[str], team: str = "") -> list[Outcome]:
     """evaluation_execute for several evaluations (one broker message): one claim for all,
     their judge calls concurrently on the shared loop (within the process's limit of calls in
-    flight), their results written together. Each ends exactly as it would alone."""
+    flight), their results written together. Each ends exactly as it would alone. ``team``
+    (the evaluations' team id) is whose share of the process's claim room they take."""
     ids = [str(i) for i in evaluation_ids]
     outcomes: list[Outcome] = []
     while len(outcomes) < len(ids):
-        with claim_room(len(ids) - len(outcomes)) as room:
+        with claim_room(len(ids) - len(outcomes), team) as room:
             claims = evaluations_claim(ids[len(outcomes) : len(outcomes) + room])
             done = iter(_execute([c for c in claims if c is not None]))
             outcomes += [Outcome("skipped") if c is None else next(done) for c in claims]
@@ -325,6 +317,7 @@ async def _judge_all(claims: list[Claim]) -> list[Any]:
 
 async def _score(claim: Claim) -> Any:
     evaluation, _, plan = claim
+    TENANT.set(str(evaluation.team_id))  # this task's judge requests count as its team's
     if evaluation.kind == Kind.RUBRIC:
         return await _score_rubric(evaluation, plan.judge, plan.criteria, plan.reuse)
     return await _score_alignment(evaluation, plan.judge)
@@ -343,11 +336,11 @@ def _failed(claim: Claim, exc: BaseException) -> Outcome:
 
 
 def _crashed(claim: Claim, exc: BaseException) -> Outcome:
-    """A bug of ours must still end the evaluation, not strand it."""
-    logger.error("evaluation %s crashed", claim.evaluation.id, exc_info=exc)
-    record_failure(
-        claim.evaluation, claim.token, f"internal error: {type(exc).__name__}: {exc}", []
-    )
+    """A bug of ours must still end the evaluation, not strand it. The team sees only a ref;
+    the log line with the traceback carries the same ref."""
+    ref = new_ref()
+    logger.error("evaluation %s crashed (ref %s)", claim.evaluation.id, ref, exc_info=exc)
+    record_failure(claim.evaluation, claim.token, internal_error(ref), [])
     return Outcome("failed")
 
 
@@ -407,7 +400,7 @@ def _transient(evaluation: Evaluation, token: uuid.UUID, exc: TransientJudgeErro
             lease_expires_at=None,
             not_before=now + timedelta(seconds=delay),
             enqueued_at=now,
-            error=f"attempt {attempts} failed, retrying in {delay:.0f}s: {exc}",
+            error=tenant_error(f"attempt {attempts} failed, retrying in {delay:.0f}s: {exc}"),
         )
         if requeued:
             run_refresh(evaluation.run_id)

@@ -72,6 +72,7 @@ __all__ = [
     "Estimate",
     "RescoreScope",
     "RescoreValidationError",
+    "TooManyBatches",
     "batch_cancel",
     "batch_create",
     "batch_dispatch",
@@ -95,6 +96,19 @@ class IdempotencyConflict(ValueError):
             f"(batch {batch.pk}); use a new key for a new request"
         )
         self.batch = batch
+
+
+class TooManyBatches(Exception):
+    """The team already has EVALSITE_TEAM_MAX_ACTIVE_BATCHES unfinished re-score batches."""
+
+    retry_after = 30
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"this team already has {limit} re-score batches running or queued "
+            f"(EVALSITE_TEAM_MAX_ACTIVE_BATCHES={limit}): wait for one to finish or cancel one"
+        )
+        self.limit = limit
 
 
 class RescoreValidationError(ValueError):
@@ -253,6 +267,8 @@ def _pending_run_ids(run_ids: Sequence[Any], version: RubricVersion, model: str)
 def _judge(rubric: Rubric, model: str) -> JudgeConfig:
     """The JudgeConfig execution will build for an evaluation created with this judge."""
     judge = judge_for(Evaluation(judge_config=judge_config_for(rubric, model=model)))
+    if judge.unusable:  # e.g. another provider's model without a judge connection
+        raise RescoreValidationError({"judge": judge.unusable})
     if not judge.model:
         raise RescoreValidationError(
             {
@@ -463,6 +479,7 @@ def batch_create(
     run_ids = _scope_run_ids(team, rubric, scope)
     try:
         with transaction.atomic():
+            _check_active_batches(team)
             batch = RescoreBatch.objects.create(
                 team=team, rubric=rubric, rubric_version=version, judge_model=judge_config.model,
                 force=force, scope=scope.as_json() | {"target_version": version.number},
@@ -487,6 +504,18 @@ def batch_create(
             raise
         return _same_request(key or "", existing, asked), False
     return batch, True
+
+
+def _check_active_batches(team: Team) -> None:
+    """Refuse a new batch while the team has EVALSITE_TEAM_MAX_ACTIVE_BATCHES unfinished ones
+    (0: no cap). The team's row lock makes concurrent creations count one after another
+    (PostgreSQL; SQLite writes one at a time anyway)."""
+    limit = settings.EVALSITE_TEAM_MAX_ACTIVE_BATCHES
+    if limit <= 0:
+        return
+    list(Team.objects.select_for_update().filter(pk=team.pk).values_list("pk"))
+    if RescoreBatch.objects.filter(team=team, finished_at__isnull=True).count() >= limit:
+        raise TooManyBatches(limit)
 
 
 def _request_hash(

@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import json
-import socket
+import logging
 import time
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 from django.conf import settings
@@ -31,43 +29,29 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import F
 from django.utils import timezone
 
+from runs.scoring.netguard import url_refusal
+from runs.scoring.redact import new_ref, tenant_error
+
 from ..models import RescoreBatch
 
+logger = logging.getLogger(__name__)
 
 class WebhookFailed(Exception):
     """The receiver did not accept the delivery (retry later)."""
 
 
 def webhook_refusal(url: str, *, resolve: bool) -> str | None:
-    """Why the server must not call ``url`` (None: it may). Loopback, private, link-local,
-    reserved and multicast addresses are refused unless EVALSITE_WEBHOOK_ALLOW_PRIVATE is set.
-    With ``resolve`` the host name is looked up and every address it has is checked (done
-    right before each delivery); without, only literal addresses and localhost names are
-    (done when the batch is created, which must not depend on DNS)."""
-    if settings.EVALSITE_WEBHOOK_ALLOW_PRIVATE:
-        return None
-    host = (urlsplit(url).hostname or "").rstrip(".").lower()
-    if not host:
-        return "has no host"
-    if host == "localhost" or host.endswith(".localhost"):
-        return f"points to {host}, this machine"
-    try:
-        addresses = [ipaddress.ip_address(host)]
-    except ValueError:
-        if not resolve:
-            return None
-        try:
-            infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
-        except OSError as exc:
-            return f"host {host} does not resolve ({exc})"
-        addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
-    for address in addresses:
-        if not address.is_global or address.is_multicast:
-            return (
-                f"points to {address}, a private, loopback or link-local address "
-                "(set EVALSITE_WEBHOOK_ALLOW_PRIVATE=1 to allow receivers on your network)"
-            )
-    return None
+    """Why the server must not call ``url`` (None: it may): the shared address guard
+    (runs.scoring.netguard), with EVALSITE_WEBHOOK_ALLOW_PRIVATE. With ``resolve`` the host name
+    is looked up and every address it has is checked (done right before each delivery);
+    without, only literal addresses and local names are (done when the batch is created, which
+    must not depend on DNS)."""
+    refusal = url_refusal(
+        url, resolve=resolve, allow_private=settings.EVALSITE_WEBHOOK_ALLOW_PRIVATE
+    )
+    if refusal is not None and refusal.startswith("points to"):
+        refusal += " (set EVALSITE_WEBHOOK_ALLOW_PRIVATE=1 to allow receivers on your network)"
+    return refusal
 
 
 def webhook_signature(*, secret: str, body: bytes, timestamp: int) -> str:
@@ -125,17 +109,36 @@ def batch_webhook_deliver(*, batch_id: Any) -> bool:
             timeout=settings.EVALSITE_WEBHOOK_TIMEOUT, follow_redirects=False,
         )  # fmt: skip
     except httpx.HTTPError as exc:
-        _failed(batch, f"{type(exc).__name__}: {exc}")
+        _failed(batch, _transport_failure(batch, exc))
     if not 200 <= answer.status_code < 300:
-        _failed(batch, f"HTTP {answer.status_code}: {answer.text[:200]}")
+        # The status only (with its standard phrase, not the receiver's): echoing what the
+        # receiver wrote would let a webhook read a service.
+        phrase = httpx.codes.get_reason_phrase(answer.status_code)
+        _failed(batch, f"HTTP {answer.status_code} {phrase}".strip())
     RescoreBatch.objects.filter(pk=batch.pk, webhook_delivered_at__isnull=True).update(
         webhook_delivered_at=timezone.now(), webhook_error=""
     )
     return True
 
 
+def _transport_failure(batch: RescoreBatch, exc: httpx.HTTPError) -> str:
+    """What the team is told when no answer came: the kind of failure, never the exception's
+    text (an OSError's may name server files); the log line has it under the same ref."""
+    ref = new_ref()
+    logger.warning("webhook of batch %s not delivered (ref %s): %r", batch.pk, ref, exc)
+    if isinstance(exc, httpx.TimeoutException):
+        kind = f"no answer within {settings.EVALSITE_WEBHOOK_TIMEOUT:g}s"
+    elif isinstance(exc, httpx.ConnectError):
+        kind = "could not connect to the receiver"
+    elif isinstance(exc, httpx.RemoteProtocolError):
+        kind = "the receiver's answer was not valid HTTP"
+    else:
+        kind = "the request failed"
+    return f"{kind} (ref {ref})"
+
+
 def _failed(batch: RescoreBatch, message: str) -> None:
-    RescoreBatch.objects.filter(pk=batch.pk).update(webhook_error=message[:2000])
+    RescoreBatch.objects.filter(pk=batch.pk).update(webhook_error=tenant_error(message))
     raise WebhookFailed(message)
 
 

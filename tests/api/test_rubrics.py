@@ -93,7 +93,7 @@ def test_an_unknown_or_foreign_rubric_is_a_404(api, make_rubric, other_team):
     assert foreign.name == "Their rubric" and foreign.archived_at is None
 
 
-def test_patch_changes_only_the_fields_sent(api, make_rubric):
+def test_patch_changes_only_the_fields_sent(api, make_rubric, fake_judge):
     rubric = make_rubric(judge_model="openai/gpt-4o-mini")
     response = api.patch(f"/rubrics/{rubric.slug}", {"name": "Renamed", "scale": 5})
 

@@ -76,8 +76,8 @@ def test_flipping_required_alone_makes_a_new_version(team):
         ({"scale": "many"}, "scale"),
         ({"strategy": "sometimes"}, "strategy"),
         ({"alignment_mode": "sideways"}, "alignment_mode"),
-        ({"judge_params": {"temperature": 9}}, "judge_params"),
-        ({"judge_params": {"colour": "blue"}}, "judge_params"),
+        ({"judge_params": {"temperature": 9}}, "judge_params.temperature"),
+        ({"judge_params": {"colour": "blue"}}, "judge_params.colour"),
         (
             {
                 "alignment_weights": {

@@ -313,7 +313,7 @@ def settings_post(**overrides: str) -> dict:
     return data
 
 
-def test_saving_judge_settings_updates_the_rubric(owner, make_rubric):
+def test_saving_judge_settings_updates_the_rubric(owner, make_rubric, fake_judge):
     rubric = make_rubric()
 
     response = signed_in(owner).post(

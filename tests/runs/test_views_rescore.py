@@ -75,10 +75,9 @@ def test_a_costly_re_score_asks_for_confirmation_before_queueing(
 
     rubric = make_rubric()
     judged_run(make_run, rubric=rubric.slug, output=FAILING)
-    # A judge litellm has prices for, so the estimate has a cost (nothing is reusable from it).
-    rubric_update(
-        rubric=rubric, judge_model="openai/gpt-4o-mini", judge_params={"api_base": fake_judge.url}
-    )
+    # A judge litellm has prices for, so the estimate has a cost (nothing is reusable from it);
+    # of the deployment judge's provider, so it goes to the deployment's (fake) judge.
+    rubric_update(rubric=rubric, judge_model="openai/gpt-4o-mini")
     team.confirm_cost_above = 0
     team.save()
     client = signed_in(owner)
