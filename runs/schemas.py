@@ -13,7 +13,7 @@ from uuid import UUID
 from ninja import Field, Schema
 from pydantic import ConfigDict, WithJsonSchema
 
-from .models import AgentRun, Evaluation, Kind
+from .models import AgentRun, Evaluation, Kind, Status
 from .payloads import CriterionIn, RunPayload
 from .services.bulk import MAX_BULK_RUNS
 
@@ -180,7 +180,9 @@ class RunSummaryOut(Schema):
     rubric: UUID | None = Field(description="Id of the run's rubric")
     alignment: AlignmentChoice
     status: StatusChoice = Field(description="queued/running while any evaluation is pending")
-    passed: bool | None = Field(description="Current rubric result")
+    passed: bool | None = Field(
+        description="Current rubric result; null when status is failed (check status first)"
+    )
     score: float | None
     alignment_score: float | None
     rubric_version: int | None = Field(description="Version number of the current result")
@@ -209,6 +211,12 @@ class RunPageOut(Schema):
     )
 
 
+def passed_unless_failed(status: str, passed: bool | None) -> bool | None:
+    """The one rule for every answer that pairs a status with ``passed``: a failed status
+    answers null, so no client reads a pass from a result that is not whole."""
+    return None if status == Status.FAILED else passed
+
+
 def _summary(run: AgentRun) -> dict[str, Any]:
     return {
         "id": run.id,
@@ -217,7 +225,7 @@ def _summary(run: AgentRun) -> dict[str, Any]:
         "rubric": run.rubric_id,
         "alignment": run.alignment_mode,
         "status": run.status,
-        "passed": run.passed,
+        "passed": passed_unless_failed(run.status, run.passed),
         "score": run.score,
         "alignment_score": run.alignment_score,
         "rubric_version": run.current_version.number if run.current_version_id else None,  # type: ignore[union-attr]
@@ -324,7 +332,7 @@ class ScoreIn(RunPayload):
 
 class ScoreOut(Schema):
     status: StatusChoice = Field(description="succeeded, failed, or queued/running (timed out)")
-    passed: bool | None
+    passed: bool | None = Field(description="null unless status is succeeded")
     score: float | None
     reason: str
     error: str
@@ -343,9 +351,10 @@ def score_out(run: AgentRun, evaluations: list[Evaluation]) -> dict[str, Any]:
     primary = rubric or alignment
     assert primary is not None
     failed = next((e for e in evaluations if e.error and e.status == "failed"), None)
+    status = _overall_status([e.status for e in evaluations])
     return {
-        "status": _overall_status([e.status for e in evaluations]),
-        "passed": primary.passed,
+        "status": status,
+        "passed": passed_unless_failed(status, primary.passed),
         "score": primary.score,
         "reason": primary.reason,
         "error": failed.error if failed else "",

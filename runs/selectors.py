@@ -67,7 +67,10 @@ class RunFilters(BaseModel):
     version: int | None = Field(
         default=None, ge=1, le=2_147_483_647, description="Rubric version number of the result"
     )
-    passed: bool | None = Field(default=None, description="Current rubric result passed or not")
+    passed: bool | None = Field(
+        default=None,
+        description="Current rubric result passed or not (a run whose status is failed has none)",
+    )
     failing_criterion: str | None = Field(
         default=None,
         max_length=32,
@@ -192,7 +195,8 @@ def _filtered(team: Team, f: RunFilters) -> QuerySet[AgentRun]:
     if f.version is not None:
         qs = qs.filter(current_version__number=f.version)
     if f.passed is not None:
-        qs = qs.filter(passed=f.passed)
+        # As answered: a failed run's passed is null (runs.schemas.passed_unless_failed).
+        qs = qs.filter(passed=f.passed).exclude(status=Status.FAILED)
     if f.failing_criterion:
         qs = qs.filter(pk__in=_failing_runs(team, f))
     if f.status:

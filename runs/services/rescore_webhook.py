@@ -36,6 +36,7 @@ from ..models import RescoreBatch
 
 logger = logging.getLogger(__name__)
 
+
 class WebhookFailed(Exception):
     """The receiver did not accept the delivery (retry later)."""
 

@@ -10,6 +10,7 @@ from django.db import connections, router, transaction
 from django.utils import timezone
 
 from runs.scoring import JudgeCall, Usage
+from runs.scoring.redact import tenant_error
 
 from ..models import (
     AgentRun,
@@ -23,7 +24,11 @@ from .groupcommit import GroupCommit
 
 
 def _calls_json(calls: list[Any]) -> list[dict[str, Any]]:
-    return [c.model_dump(mode="json") if hasattr(c, "model_dump") else dict(c) for c in calls]
+    rows = [c.model_dump(mode="json") if hasattr(c, "model_dump") else dict(c) for c in calls]
+    for row in rows:  # a call's error is shown with "what did the judge see"
+        if row.get("error"):
+            row["error"] = tenant_error(row["error"])
+    return rows
 
 
 def _usage_fields(calls: list[JudgeCall]) -> dict[str, Any]:
@@ -45,11 +50,13 @@ def _guarded(evaluation: Evaluation, token: uuid.UUID):
 def record_failure(
     evaluation: Evaluation, token: uuid.UUID, message: str, calls: list[Any]
 ) -> bool:
+    """End the evaluation as failed with ``message``, cut to what a team may read (no traceback
+    or server path, at most MAX_ERROR_CHARS)."""
     with transaction.atomic():
         AgentRun.objects.select_for_update().filter(pk=evaluation.run_id).first()
         done = _guarded(evaluation, token).update(
             status=Status.FAILED,
-            error=message[:5000],
+            error=tenant_error(message),
             lease_token=None,
             lease_expires_at=None,
             finished_at=timezone.now(),

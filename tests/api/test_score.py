@@ -97,6 +97,22 @@ def test_a_judge_that_fails_for_good_returns_status_failed_with_the_error(live_a
 
 
 @pytest.mark.worker
+def test_a_passing_rubric_with_a_failed_alignment_answers_failed_with_passed_null(live_api):
+    # Alignment scores of 5 are invalid (the alignment evaluation fails for good); the rubric's
+    # verdicts are unaffected and pass.
+    output = "Your refund for order number 1234 was sent, thanks. [[judge:out_of_range]]"
+    payload = run_payload(output=output, criteria=CRITERIA, alignment="user", timeout=60)
+    response = live_api.post("/score", payload)
+
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert (body["status"], body["passed"]) == ("failed", None)
+    assert body["error"] and [v["satisfied"] for v in body["verdicts"]] == [True, False]
+    rubric = live_api.get(f"/evaluations/{body['evaluation_id']}").json()
+    assert (rubric["status"], rubric["passed"]) == ("succeeded", True)
+
+
+@pytest.mark.worker
 def test_scoring_the_same_external_id_again_returns_the_same_result(live_api):
     first = live_api.post(
         "/score", run_payload(external_id="loop-1", criteria=CRITERIA, timeout=60)
