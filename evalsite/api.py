@@ -27,6 +27,7 @@ from rubrics.services import RubricValidationError
 from runs.services import RunConflict, RunTooLarge, RunValidationError
 from runs.services.bulk import BulkValidationError
 from runs.services.rescore import IdempotencyConflict
+from runs.scoring.redact import internal_error, new_ref, tenant_error
 from runs.services.score import ScoreConflict
 from teams.api import api_auth
 
@@ -186,7 +187,7 @@ def _describe(exc: BaseException) -> str:
         return "the body is too large"
     if isinstance(exc, UnicodeDecodeError):
         return "the body is not UTF-8 text"
-    return str(exc)[:300] or type(exc).__name__
+    return tenant_error(str(exc), limit=300) or type(exc).__name__
 
 
 @api.exception_handler(NinjaValidationError)
@@ -256,8 +257,9 @@ def on_forbidden(request: HttpRequest, exc: PermissionDenied) -> HttpResponse:
 
 @api.exception_handler(Exception)
 def on_unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
-    logger.exception("unhandled error in %s %s", request.method, request.path)
-    return error(request, 500, "Internal error: it has been logged.")
+    ref = new_ref()
+    logger.exception("unhandled error in %s %s (ref %s)", request.method, request.path, ref)
+    return error(request, 500, internal_error(ref), ref=ref)
 
 
 api.add_router("/rubrics", "rubrics.api.router")
