@@ -24,10 +24,10 @@ from ninja.parser import Parser
 
 from evalsite.pagination import InvalidCursor
 from rubrics.services import RubricValidationError
+from runs.scoring.redact import internal_error, new_ref, tenant_error
 from runs.services import RunConflict, RunTooLarge, RunValidationError
 from runs.services.bulk import BulkValidationError
 from runs.services.rescore import IdempotencyConflict
-from runs.scoring.redact import internal_error, new_ref, tenant_error
 from runs.services.score import ScoreConflict
 from teams.api import api_auth
 
