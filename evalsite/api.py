@@ -27,9 +27,12 @@ from rubrics.services import RubricValidationError
 from runs.scoring.redact import internal_error, new_ref, tenant_error
 from runs.services import RunConflict, RunTooLarge, RunValidationError
 from runs.services.bulk import BulkValidationError
-from runs.services.rescore import IdempotencyConflict
-from runs.services.score import ScoreConflict
+from runs.services.rescore import IdempotencyConflict, TooManyBatches
+from runs.services.score import ScoreBusy, ScoreConflict
 from teams.api import api_auth
+from teams.services import ConnectionInUse, TeamValidationError
+
+from .throttle import Throttled, api_throttle
 
 logger = logging.getLogger(__name__)
 
@@ -92,7 +95,8 @@ def _check_text(data: Any) -> None:
 class EvalsiteAPI(NinjaAPI):
     def create_temporal_response(self, request: HttpRequest) -> HttpResponse:
         # Called after authentication and before the body is read: the cheapest place to
-        # refuse an oversized body without parsing it.
+        # refuse a caller over its request rate, or an oversized body, without parsing it.
+        api_throttle(request)
         try:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
@@ -200,6 +204,16 @@ def on_rubric_invalid(request: HttpRequest, exc: RubricValidationError) -> HttpR
     return on_validation_error(request, field_errors("body", exc.errors))
 
 
+@api.exception_handler(TeamValidationError)
+def on_team_invalid(request: HttpRequest, exc: TeamValidationError) -> HttpResponse:
+    return on_validation_error(request, field_errors("body", exc.errors))
+
+
+@api.exception_handler(ConnectionInUse)
+def on_connection_in_use(request: HttpRequest, exc: ConnectionInUse) -> HttpResponse:
+    return error(request, 409, str(exc))
+
+
 @api.exception_handler(RunValidationError)
 def on_run_invalid(request: HttpRequest, exc: RunValidationError) -> HttpResponse:
     return on_validation_error(request, field_errors("body", exc.errors))
@@ -245,6 +259,28 @@ def on_request_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResp
     return error(request, 413, "request body is too large", limit=body_limit(request))
 
 
+def too_many(request: HttpRequest, message: str, retry_after: int, **extra: Any) -> HttpResponse:
+    """429 in the error shape, with ``Retry-After`` (seconds) as a header and in ``extra``."""
+    response = error(request, 429, message, retry_after=retry_after, **extra)
+    response["Retry-After"] = str(retry_after)
+    return response
+
+
+@api.exception_handler(Throttled)
+def on_throttled(request: HttpRequest, exc: Throttled) -> HttpResponse:
+    return too_many(request, str(exc), exc.retry_after, limit=exc.limit)
+
+
+@api.exception_handler(ScoreBusy)
+def on_score_busy(request: HttpRequest, exc: ScoreBusy) -> HttpResponse:
+    return too_many(request, str(exc), exc.retry_after, limit=exc.limit)
+
+
+@api.exception_handler(TooManyBatches)
+def on_too_many_batches(request: HttpRequest, exc: TooManyBatches) -> HttpResponse:
+    return too_many(request, str(exc), exc.retry_after, limit=exc.limit)
+
+
 @api.exception_handler(Http404)
 def on_not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
     return error(request, 404, str(exc) or "Not found")
@@ -263,6 +299,7 @@ def on_unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
 
 
 api.add_router("/rubrics", "rubrics.api.router")
+api.add_router("/connections", "teams.api_connections.router")
 api.add_router("", "runs.api.router")
 api.add_router("", "runs.api_rescore.router")
 api.add_router("", "reviews.api.router")

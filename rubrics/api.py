@@ -50,12 +50,29 @@ class VersionOut(Schema):
     criteria: list[CriterionOut]
 
 
+class ConnectionRef(Schema):
+    id: UUID
+    name: str
+
+
+ConnectionChoice = Field(
+    default=None,
+    max_length=100,
+    description="A judge connection of the team, by id or name; null = the deployment's judge",
+)
+
+
 class RubricOut(Schema):
     id: UUID
     slug: str
     name: str
     description: str
-    judge_model: str = Field(description="litellm model string; empty = the deployment default")
+    judge_connection: ConnectionRef | None = Field(
+        description="Where judge calls go; null = the deployment's judge"
+    )
+    judge_model: str = Field(
+        description="litellm model string; empty = the connection's model or the deployment's"
+    )
     judge_params: dict[str, Any]
     scale: float
     strategy: StrategyChoice
@@ -101,6 +118,7 @@ class RubricIn(Schema):
         default=None, description="A list of {description, required} or text, one per line"
     )
     judge_model: str = Field(default="", max_length=200)
+    judge_connection: str | None = ConnectionChoice
     judge_params: JudgeParams | None = None
     scale: float = Field(default=1.0, ge=0, le=1_000_000)
     strategy: StrategyChoice = "batched"
@@ -120,6 +138,7 @@ class RubricPatch(Schema):
     name: str = Field(default=UNSET, min_length=1, max_length=200)
     description: str = Field(default=UNSET, max_length=20_000)
     judge_model: str = Field(default=UNSET, max_length=200)
+    judge_connection: str | None = ConnectionChoice
     judge_params: JudgeParams = Field(default=UNSET)
     scale: float = Field(default=UNSET, ge=0, le=1_000_000)
     strategy: StrategyChoice = Field(default=UNSET)
@@ -176,8 +195,10 @@ def _rubric(rubric: Rubric) -> dict[str, Any]:
         "created_at",
         "updated_at",
     ]
+    connection = rubric.judge_connection
     return {f: getattr(rubric, f) for f in fields} | {
-        "current_version": _version(rubric.current_version)
+        "current_version": _version(rubric.current_version),
+        "judge_connection": {"id": connection.pk, "name": connection.name} if connection else None,
     }
 
 

@@ -33,7 +33,7 @@ def _ordered_criteria() -> QuerySet[Criterion]:
 
 
 def _with_current_version(qs: QuerySet[Rubric]) -> QuerySet[Rubric]:
-    return qs.select_related("current_version").prefetch_related(
+    return qs.select_related("current_version", "judge_connection").prefetch_related(
         Prefetch("current_version__criteria", queryset=_ordered_criteria())
     )
 

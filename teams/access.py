@@ -9,6 +9,8 @@ from django.db.models import Model, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 
+from .models import Role
+
 
 def team_object_or_404(request: HttpRequest, queryset: QuerySet | type[Model], **lookup: Any):
     team = getattr(request, "team", None)
@@ -42,6 +44,19 @@ def editor_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResp
             raise PermissionDenied(
                 "Your role in this team is viewer: ask an owner for edit rights."
             )
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def owner_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Team-wide settings (judge connections): owners only."""
+
+    @wraps(view)
+    @team_required
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if request.membership.role != Role.OWNER:  # type: ignore[attr-defined]
+            raise PermissionDenied("Only the team's owners can change this: ask an owner.")
         return view(request, *args, **kwargs)
 
     return wrapper

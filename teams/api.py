@@ -2,7 +2,8 @@
 
 Either way an operation receives a :class:`Caller` as ``request.auth``: the team every read and
 write is scoped to, and whether the caller may change things. API keys act with editor rights;
-a signed-in user acts with the role of their membership in their current team.
+a signed-in user acts with the role of their membership in their current team. Team-wide
+settings (judge connections) are for owners and API keys only.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from ninja.errors import AuthorizationError
 from ninja.security import APIKeyCookie, HttpBearer
 from ninja.utils import check_csrf
 
-from .models import ApiKey, Team
+from .models import ApiKey, Role, Team
 from .selectors import api_key_authenticate
 
 
@@ -26,11 +27,23 @@ class Caller:
     can_edit: bool
     user: Any = None
     api_key: ApiKey | None = None
+    # Team-wide settings (judge connections): owners, and the team's API keys.
+    can_manage: bool = False
 
 
 def caller(request: HttpRequest) -> Caller:
     """The authenticated caller of an API operation (set by one of the auth classes below)."""
     return request.auth  # type: ignore[attr-defined]
+
+
+def manager(request: HttpRequest) -> Caller:
+    """The caller, who must be an owner or use a team API key: others get a 403."""
+    found = caller(request)
+    if not found.can_manage:
+        raise AuthorizationError(
+            message="Only the team's owners (or a team API key) can manage this: ask an owner."
+        )
+    return found
 
 
 def editor(request: HttpRequest) -> Caller:
@@ -50,7 +63,7 @@ class ApiKeyAuth(HttpBearer):
         key = api_key_authenticate(raw=token.strip())
         if key is None:
             return None
-        return Caller(team=key.team, can_edit=True, api_key=key)
+        return Caller(team=key.team, can_edit=True, api_key=key, can_manage=True)
 
 
 class SessionAuth(APIKeyCookie):
@@ -76,7 +89,12 @@ class SessionAuth(APIKeyCookie):
         membership = getattr(request, "membership", None)
         if key is None or membership is None:
             return None
-        return Caller(team=membership.team, can_edit=membership.can_edit, user=request.user)
+        return Caller(
+            team=membership.team,
+            can_edit=membership.can_edit,
+            user=request.user,
+            can_manage=membership.role == Role.OWNER,
+        )
 
 
 api_auth = [ApiKeyAuth(), SessionAuth()]

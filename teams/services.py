@@ -95,7 +95,7 @@ def cap_timeout(value: float | None) -> float | None:
     cap = settings.EVALSITE_JUDGE_MAX_TIMEOUT
     if value is not None and value > cap:
         raise PydanticCustomError(
-            "judge_cap", "at most {cap:g} seconds (EVALSITE_JUDGE_MAX_TIMEOUT)", {"cap": cap}
+            "judge_cap", "at most {cap} seconds (EVALSITE_JUDGE_MAX_TIMEOUT)", {"cap": f"{cap:g}"}
         )
     return value
 
@@ -105,7 +105,7 @@ def cap_tokens(value: int | None) -> int | None:
     cap = settings.EVALSITE_JUDGE_MAX_TOKENS
     if value is not None and value > cap:
         raise PydanticCustomError(
-            "judge_cap", "at most {cap} tokens (EVALSITE_JUDGE_MAX_TOKENS)", {"cap": cap}
+            "judge_cap", "at most {cap} tokens (EVALSITE_JUDGE_MAX_TOKENS)", {"cap": f"{cap:,}"}
         )
     return value
 

@@ -1,7 +1,9 @@
-"""Team pages: switching teams, and team settings (API keys, re-score confirmation cost)."""
+"""Team pages: switching teams, and team settings (API keys, judge connections, re-score
+confirmation cost)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django import forms
@@ -13,11 +15,20 @@ from django.utils.cache import add_never_cache_headers
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from .access import editor_required, team_object_or_404, team_required
+from .access import editor_required, owner_required, team_object_or_404, team_required
 from .middleware import SESSION_KEY
-from .models import ApiKey
-from .selectors import api_keys_list, team_for_user
-from .services import TeamValidationError, api_key_create, api_key_revoke, team_update_settings
+from .models import ApiKey, JudgeConnection
+from .selectors import api_keys_list, judge_connections_list, team_for_user
+from .services import (
+    ConnectionInUse,
+    TeamValidationError,
+    api_key_create,
+    api_key_revoke,
+    connection_create,
+    connection_delete,
+    connection_update,
+    team_update_settings,
+)
 
 
 @login_required
@@ -54,15 +65,87 @@ class TeamSettingsForm(forms.Form):
     )
 
 
+class ConnectionForm(forms.Form):
+    """A judge connection. The key field is write-only: never filled in from the stored key."""
+
+    name = forms.CharField(max_length=100, help_text="How rubrics pick it, e.g. “team OpenAI”.")
+    model = forms.CharField(
+        max_length=200,
+        help_text="A litellm model string, e.g. openai/gpt-4o-mini (openai/<name> with an API base).",
+        widget=forms.TextInput(attrs={"class": "mono"}),
+    )
+    api_base = forms.CharField(
+        required=False,
+        max_length=500,
+        label="API base URL",
+        help_text="Blank: the provider's own endpoint.",
+        widget=forms.TextInput(attrs={"class": "mono", "placeholder": "https://…/v1"}),
+    )
+    api_key = forms.CharField(
+        required=False,
+        max_length=2000,
+        label="API key",
+        strip=True,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+    )
+    remove_key = forms.BooleanField(required=False, label="Remove the stored key")
+    params = forms.CharField(
+        required=False,
+        max_length=5000,
+        label="Parameters (JSON)",
+        help_text='e.g. {"temperature": 0, "max_tokens": 800, "timeout": 60}',
+        widget=forms.Textarea(attrs={"rows": 2, "class": "mono"}),
+    )
+
+    def clean_params(self) -> dict[str, Any]:
+        text = self.cleaned_data.get("params", "").strip()
+        try:
+            value = json.loads(text) if text else {}
+        except ValueError:
+            raise forms.ValidationError("must be a JSON object") from None
+        if not isinstance(value, dict):
+            raise forms.ValidationError("must be a JSON object")
+        return value
+
+    @classmethod
+    def for_connection(cls, connection: JudgeConnection) -> ConnectionForm:
+        initial = {
+            "name": connection.name,
+            "model": connection.model,
+            "api_base": connection.api_base,
+            "params": json.dumps(connection.params) if connection.params else "",
+        }
+        return cls(initial=initial, prefix=f"conn-{connection.pk}")
+
+    def apply_service_errors(self, error: TeamValidationError) -> None:
+        for name, message in error.errors.items():
+            field = name.split(".")[0]
+            self.add_error(field if field in self.fields else None, message)
+
+
+def _connection_rows(request: HttpRequest, editing: Any = None) -> list[tuple[Any, Any]]:
+    """Each connection with the form that edits it (the posted one when it had errors)."""
+    rows = []
+    for connection in judge_connections_list(team=request.team):  # type: ignore[attr-defined]
+        form = (
+            editing if editing is not None and editing.prefix == f"conn-{connection.pk}" else None
+        )
+        rows.append((connection, form or ConnectionForm.for_connection(connection)))
+    return rows
+
+
 def _settings_page(request: HttpRequest, *, status: int = 200, **context: Any) -> HttpResponse:
     team = request.team  # type: ignore[attr-defined]
     context.setdefault("key_form", ApiKeyForm())
+    context.setdefault("connection_form", ConnectionForm(prefix="new"))
+    context["connections"] = _connection_rows(request, context.get("editing"))
+    context["is_owner"] = request.membership.role == "owner"  # type: ignore[attr-defined]
     context.setdefault(
         "settings_form", TeamSettingsForm(initial={"confirm_cost_above": team.confirm_cost_above})
     )
     context["keys"] = api_keys_list(team=team).select_related("created_by")
     response = render(request, "teams/settings.html", context, status=status)
-    if "new_key" in context:
+    if "new_key" in context or "new_connection" in context:
         add_never_cache_headers(response)  # the secret is shown once and must not be cached
     return response
 
@@ -111,4 +194,64 @@ def api_key_revoke_view(request: HttpRequest, key_id: Any) -> HttpResponse:
     key = team_object_or_404(request, ApiKey, id=key_id)
     api_key_revoke(key=key)
     messages.success(request, f"Key “{key.name}” revoked: requests with it now get 401.")
+    return redirect("team_settings")
+
+
+@owner_required
+@require_POST
+def connection_new(request: HttpRequest) -> HttpResponse:
+    """Create a connection and show its key on this response only (no redirect): every later
+    page shows only its last four characters."""
+    form = ConnectionForm(request.POST, prefix="new")
+    if not form.is_valid():
+        return _settings_page(request, connection_form=form)
+    data = form.cleaned_data
+    try:
+        connection = connection_create(
+            team=request.team,  # type: ignore[attr-defined]
+            name=data["name"],
+            model=data["model"],
+            api_base=data["api_base"],
+            api_key=data["api_key"] or None,
+            params=data["params"],
+        )
+    except TeamValidationError as exc:
+        form.apply_service_errors(exc)
+        return _settings_page(request, connection_form=form)
+    return _settings_page(
+        request, new_connection=connection, new_connection_key=data["api_key"] or ""
+    )
+
+
+@owner_required
+@require_POST
+def connection_edit(request: HttpRequest, connection_id: Any) -> HttpResponse:
+    """Change a connection; a new key replaces the stored one, a blank one keeps it."""
+    connection = team_object_or_404(request, JudgeConnection, id=connection_id)
+    form = ConnectionForm(request.POST, prefix=f"conn-{connection.pk}")
+    if not form.is_valid():
+        return _settings_page(request, editing=form)
+    data = form.cleaned_data
+    fields = {k: data[k] for k in ("name", "model", "api_base", "params")}
+    if data["api_key"] or data["remove_key"]:
+        fields["api_key"] = data["api_key"]  # blank with "remove" ticked: no key
+    try:
+        connection_update(connection=connection, **fields)
+    except TeamValidationError as exc:
+        form.apply_service_errors(exc)
+        return _settings_page(request, editing=form)
+    messages.success(request, f"Connection “{connection.name}” saved.")
+    return redirect("team_settings")
+
+
+@owner_required
+@require_POST
+def connection_delete_view(request: HttpRequest, connection_id: Any) -> HttpResponse:
+    connection = team_object_or_404(request, JudgeConnection, id=connection_id)
+    try:
+        connection_delete(connection=connection)
+    except ConnectionInUse as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Connection “{connection.name}” deleted.")
     return redirect("team_settings")

@@ -51,7 +51,8 @@ re-ask appends messages, and ``malformedx1`` must let the repair succeed.
 
 Endpoints: ``POST /v1/chat/completions`` (and ``/chat/completions``),
 ``GET /_stats``, ``POST /_reset``, ``POST /_config`` ``{"latency": s}``,
-``GET /_last`` (the last completion request body).
+``GET /_last`` (the last completion request body). In process, ``credentials()`` lists
+the credential headers (Authorization, x-api-key, ...) each completion request carried.
 
 Usage: ``with FakeJudge(latency=0.0) as judge: judge.url`` in-process, or
 ``python -m tests.fake_judge --port 8765 --latency 0.2`` as a process.
@@ -95,6 +96,7 @@ QUOTED_RE = re.compile(r'"([^"]+)"')
 WORD_RE = re.compile(r"[a-z0-9]{3,}")
 SENTENCE_RE = re.compile(r"[^.!?\n]+")
 TIMEOUT_SLEEP = 3600.0
+CREDENTIAL_HEADERS = ("authorization", "x-api-key", "api-key", "x-goog-api-key")
 
 
 # --- reading the request -------------------------------------------------
@@ -328,6 +330,8 @@ class JudgeState:
         self.by_fault: Counter[str] = Counter()
         self.fault_hits: Counter[str] = Counter()
         self.last: dict | None = None
+        # The credential headers of every completion request, in order.
+        self.credentials: list[dict[str, str]] = []
 
     def stats(self) -> dict:
         return {
@@ -391,6 +395,9 @@ async def _chat_completions(request: web.Request, state: JudgeState) -> web.Resp
     all_text = "\n".join(content_text(m.get("content")) for m in messages)
     state.requests += 1
     state.last = body
+    state.credentials.append(
+        {k.lower(): v for k, v in request.headers.items() if k.lower() in CREDENTIAL_HEADERS}
+    )
     fault, arg = state.pick_fault(messages, all_text)
     override = LATENCY_RE.search(all_text)
     await sleep_or_stop(state, float(override.group(1)) if override else state.latency)
@@ -507,6 +514,10 @@ class FakeJudge:
 
     def last_request(self) -> dict | None:
         return self._call(self._read(lambda: self.state.last))
+
+    def credentials(self) -> list[dict[str, str]]:
+        """The credential headers (Authorization, x-api-key, ...) of each completion request."""
+        return self._call(self._read(lambda: list(self.state.credentials)))
 
     def set_latency(self, seconds: float) -> None:
         def change() -> None:

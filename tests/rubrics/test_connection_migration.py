@@ -1,0 +1,63 @@
+"""Migration 0003: rubrics that carried a judge api_base get a judge connection without a key."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+from django.apps import apps
+
+from rubrics.models import Rubric
+from teams.models import JudgeConnection
+
+pytestmark = pytest.mark.django_db
+
+migration = importlib.import_module("rubrics.migrations.0003_api_base_to_connections")
+
+
+def with_api_base(rubric: Rubric, api_base: str, **params) -> Rubric:
+    """As rubrics were stored before judge connections existed."""
+    Rubric.objects.filter(pk=rubric.pk).update(judge_params={"api_base": api_base, **params})
+    return rubric
+
+
+def test_each_team_address_and_model_becomes_one_keyless_connection(
+    team, other_team, make_rubric, settings
+):
+    settings.EVALSITE_JUDGE_MODEL = "openai/default-model"
+    first = with_api_base(make_rubric(name="A"), "http://llm.internal:8000/v1", temperature=0.2)
+    same = with_api_base(make_rubric(name="B"), "http://llm.internal:8000/v1")
+    other_model = with_api_base(
+        make_rubric(name="C", judge_model="openai/big"), "http://llm.internal:8000/v1"
+    )
+    theirs = with_api_base(make_rubric(name="D", team=other_team), "http://llm.internal:8000/v1")
+    untouched = make_rubric(name="E", judge_params={"temperature": 0.5})
+
+    migration.move_api_bases(apps, None)
+
+    rows = {r.name: r for r in Rubric.objects.select_related("judge_connection")}
+    shared = rows["A"].judge_connection
+    assert shared is not None and rows["B"].judge_connection == shared
+    assert (shared.name, shared.model, shared.api_base) == (
+        "llm.internal",
+        "openai/default-model",
+        "http://llm.internal:8000/v1",
+    )
+    assert rows["C"].judge_connection.name == "llm.internal (openai/big)"
+    assert rows["D"].judge_connection.team == other_team != shared.team
+    assert JudgeConnection.objects.count() == 3
+    assert not any(c.has_key for c in JudgeConnection.objects.all())  # no key follows them
+    assert rows["A"].judge_params == {"temperature": 0.2}
+    assert rows["E"].judge_connection is None and rows["E"].judge_params == {"temperature": 0.5}
+    assert {first.pk, same.pk, other_model.pk, theirs.pk, untouched.pk} == set(rows_ids())
+
+
+def rows_ids():
+    return Rubric.objects.values_list("pk", flat=True)
+
+
+def test_running_it_twice_changes_nothing_more(team, make_rubric):
+    with_api_base(make_rubric(), "http://llm.internal/v1")
+    migration.move_api_bases(apps, None)
+    migration.move_api_bases(apps, None)
+    assert JudgeConnection.objects.count() == 1
