@@ -93,7 +93,13 @@ def list_runs(
     limit: int = Query(50, ge=1, description="Page size, capped at EVALSITE_PAGE_SIZE_MAX"),
 ):
     """The team's runs, newest first, filtered; keyset pagination with `cursor`."""
-    page = runs_list(team=caller(request).team, filters=filters, cursor=cursor, limit=limit)
+    page = runs_list(
+        team=caller(request).team,
+        filters=filters,
+        cursor=cursor,
+        limit=limit,
+        failed_have_no_result=True,
+    )
     return {"items": [run_list_item_out(r) for r in page.items], "next_cursor": page.next_cursor}
 
 

@@ -67,10 +67,7 @@ class RunFilters(BaseModel):
     version: int | None = Field(
         default=None, ge=1, le=2_147_483_647, description="Rubric version number of the result"
     )
-    passed: bool | None = Field(
-        default=None,
-        description="Current rubric result passed or not (a run whose status is failed has none)",
-    )
+    passed: bool | None = Field(default=None, description="Current rubric result passed or not")
     failing_criterion: str | None = Field(
         default=None,
         max_length=32,
@@ -155,6 +152,7 @@ def runs_list(
     cursor: str | None = None,
     limit: int | None = None,
     sort: Literal["newest", "oldest"] = "newest",
+    failed_have_no_result: bool = False,
 ) -> RunPage:
     """One page of a team's runs, newest first, and the cursor of the next page (or None).
 
@@ -168,9 +166,15 @@ def runs_list(
     ``cursor`` is the ``next_cursor`` of the previous page with the same filters; a cursor we did
     not produce raises evalsite.pagination.InvalidCursor. ``limit`` is clamped to
     1..EVALSITE_PAGE_SIZE_MAX (default 50).
+
+    With ``failed_have_no_result`` (the API, whose answers null a failed run's ``passed``) the
+    ``passed`` filter leaves out runs whose status is failed, so every run it lists answers the
+    ``passed`` asked for. The pages keep showing a failed run's last rubric result.
     """
     size = page_size(limit)
     qs = _filtered(team, filters)
+    if failed_have_no_result and filters.passed is not None:
+        qs = qs.exclude(status=Status.FAILED)
     oldest = sort == "oldest"
     if cursor:
         qs = qs.filter(_after(cursor, oldest=oldest))
@@ -195,8 +199,7 @@ def _filtered(team: Team, f: RunFilters) -> QuerySet[AgentRun]:
     if f.version is not None:
         qs = qs.filter(current_version__number=f.version)
     if f.passed is not None:
-        # As answered: a failed run's passed is null (runs.schemas.passed_unless_failed).
-        qs = qs.filter(passed=f.passed).exclude(status=Status.FAILED)
+        qs = qs.filter(passed=f.passed)
     if f.failing_criterion:
         qs = qs.filter(pk__in=_failing_runs(team, f))
     if f.status:
