@@ -17,13 +17,14 @@ from runs.scoring.judge import model_provider
 CREATE_A_CONNECTION = "create a judge connection (team settings) and choose it"
 
 
-def deployment_model_problem(model: str) -> str | None:
-    """Why the deployment's judge must not be asked for ``model`` (None: it may)."""
+def deployment_model_problem(model: str, *, api_base: str | None = None) -> str | None:
+    """Why the deployment's judge must not be asked for ``model`` (None: it may). ``api_base``:
+    the deployment judge's address the call would use (default EVALSITE_JUDGE_API_BASE)."""
     default = settings.EVALSITE_JUDGE_MODEL
     if not model or model == default:
         return None
     if not default:
-        if settings.EVALSITE_JUDGE_API_BASE:
+        if api_base or settings.EVALSITE_JUDGE_API_BASE:
             return None  # every request goes to the operator's own server, whatever the name
         return (
             "this deployment has no default judge model, so a judge model needs a judge "

@@ -3,6 +3,10 @@
 One connection per (team, api_base, model), named after the host, WITHOUT a key: the
 deployment's key must not follow a team's address, so owners add the key to the connection
 (team settings). The rubric's ``judge_params`` lose ``api_base``; its judge_model stays.
+
+Evaluations still pending were frozen with that api_base: they are judged through the new
+connection when it is the same address, and otherwise fail with a clear error when their turn
+comes (``legacy_api_base``, runs/services/judges.py): never with the deployment's key.
 """
 
 from urllib.parse import urlsplit
@@ -51,12 +55,34 @@ def move_api_bases(apps, schema_editor):
             rubric.judge_connection = made[key]
         rubric.judge_params = params
         rubric.save(update_fields=["judge_params", "judge_connection"])
+    _move_pending(apps)
+
+
+def _move_pending(apps):
+    Evaluation = apps.get_model("runs", "Evaluation")
+    deployment = settings.EVALSITE_JUDGE_API_BASE or None
+    pending = Evaluation.objects.filter(
+        status__in=("queued", "running"), judge_config__has_key="api_base"
+    ).select_related("rubric__judge_connection")
+    for evaluation in pending.iterator():
+        config = dict(evaluation.judge_config)
+        frozen = config.get("api_base")
+        if not frozen or frozen == deployment or "connection" in config:
+            continue
+        connection = evaluation.rubric.judge_connection if evaluation.rubric_id else None
+        if connection is not None and connection.api_base == frozen:
+            config["connection"] = str(connection.pk)
+        else:
+            config["legacy_api_base"] = frozen
+        config.pop("api_base")
+        Evaluation.objects.filter(pk=evaluation.pk).update(judge_config=config)
 
 
 class Migration(migrations.Migration):
     dependencies = [
         ("rubrics", "0002_judge_connection"),
         ("teams", "0002_judge_connection"),
+        ("runs", "0006_batch_request_hash"),
     ]
 
     operations = [migrations.RunPython(move_api_bases, migrations.RunPython.noop)]

@@ -33,6 +33,8 @@ def judge_config_for(rubric: Rubric | None, *, model: str = "") -> dict[str, Any
     else:
         chosen = model or (rubric.judge_model if rubric else "")
         config["model"] = chosen or settings.EVALSITE_JUDGE_MODEL
+        # The deployment's own address, written by the server (teams never write this).
+        config["api_base"] = settings.EVALSITE_JUDGE_API_BASE or None
     config.update(params)
     return config
 

@@ -36,6 +36,8 @@ LEGACY_BASE = (
     "this evaluation was queued for a judge at an api_base set on the rubric, which evalsite "
     "no longer calls: choose a judge connection for the rubric and re-score"
 )
+# rubrics migration 0003 moves a pending evaluation's rubric-set api_base here.
+LEGACY_KEY = "legacy_api_base"
 
 
 def judge_for(
@@ -46,6 +48,7 @@ def judge_for(
     config = dict(evaluation.judge_config)
     connection_id = config.pop("connection", None)
     frozen_base = config.pop("api_base", None)
+    legacy = config.pop(LEGACY_KEY, None)
     known = _capped(
         {k: config.pop(k) for k in ("temperature", "timeout", "max_tokens") if k in config}
     )
@@ -63,6 +66,8 @@ def judge_for(
         if connections is None:
             connections = judge_connections_by_id(ids=[connection_id])
         return _connection_judge(base, str(connection_id), connections.get(str(connection_id)))
+    if legacy:
+        return JudgeConfig(**base, unusable=LEGACY_BASE)
     return _deployment_judge(base, frozen_base)
 
 
@@ -76,10 +81,10 @@ def _capped(known: dict[str, Any]) -> dict[str, Any]:
 
 
 def _deployment_judge(base: dict[str, Any], frozen_base: str | None) -> JudgeConfig:
-    api_base = settings.EVALSITE_JUDGE_API_BASE or None
-    if frozen_base and frozen_base != api_base:
-        return JudgeConfig(**base, unusable=LEGACY_BASE)
-    if (problem := deployment_model_problem(base["model"])) is not None:
+    # Frozen by the server from EVALSITE_JUDGE_API_BASE when the evaluation was created: a
+    # team cannot write it (rubrics no longer carry an api_base; the migration moved old ones).
+    api_base = frozen_base or settings.EVALSITE_JUDGE_API_BASE or None
+    if (problem := deployment_model_problem(base["model"], api_base=api_base)) is not None:
         return JudgeConfig(**base, unusable=problem)
     api_key = settings.EVALSITE_JUDGE_API_KEY or None
     if api_base and not api_key:

@@ -61,3 +61,33 @@ def test_running_it_twice_changes_nothing_more(team, make_rubric):
     migration.move_api_bases(apps, None)
     migration.move_api_bases(apps, None)
     assert JudgeConnection.objects.count() == 1
+
+
+def test_pending_evaluations_follow_the_new_connection_or_fail_never_with_the_deployment_key(
+    team, make_rubric, make_run, fake_judge
+):
+    from runs.models import Evaluation
+    from runs.services.judges import LEGACY_BASE, judge_for
+
+    rubric = with_api_base(make_rubric(), "http://llm.internal/v1")
+    same, moved, deployment = (make_run(rubric=rubric.slug) for _ in range(3))
+    frozen = {"model": "openai/fake-judge", "timeout": 60}
+    for run, base in ((same, "http://llm.internal/v1"), (moved, "http://elsewhere/v1")):
+        Evaluation.objects.filter(run=run).update(judge_config=frozen | {"api_base": base})
+
+    migration.move_api_bases(apps, None)
+
+    connection = JudgeConnection.objects.get()
+    follows = judge_for(Evaluation.objects.get(run=same))
+    refused = judge_for(Evaluation.objects.get(run=moved))
+    untouched = judge_for(Evaluation.objects.get(run=deployment))
+    assert follows.connection == str(connection.pk) and follows.api_key != fake_judge_key()
+    assert follows.api_base == "http://llm.internal/v1" and follows.unusable is None
+    assert refused.unusable == LEGACY_BASE and refused.api_key is None
+    assert untouched.api_base == fake_judge.url and untouched.api_key == fake_judge_key()
+
+
+def fake_judge_key() -> str:
+    from django.conf import settings
+
+    return settings.EVALSITE_JUDGE_API_KEY
