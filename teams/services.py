@@ -144,11 +144,7 @@ def _clean_connection(team: Team, fields: dict[str, Any], current: JudgeConnecti
         out["name"] = str(fields["name"] or "").strip()
         if not out["name"] or len(out["name"]) > 100:
             errors["name"] = "1 to 100 characters"
-        elif (
-            JudgeConnection.objects.filter(team=team, name=out["name"])
-            .exclude(pk=current.pk if current else None)
-            .exists()
-        ):
+        elif _name_taken(team, out["name"], current):
             errors["name"] = f"this team already has a connection named {out['name']!r}"
     if "api_base" in fields:
         out["api_base"] = str(fields["api_base"] or "").strip()
@@ -173,6 +169,13 @@ def _clean_connection(team: Team, fields: dict[str, Any], current: JudgeConnecti
     if errors:
         raise TeamValidationError(errors)
     return out
+
+
+def _name_taken(team: Team, name: str, current: JudgeConnection | None) -> bool:
+    others = JudgeConnection.objects.filter(team=team, name=name)
+    if current is not None:
+        others = others.exclude(pk=current.pk)
+    return others.exists()
 
 
 def _api_base_refusal(api_base: str) -> str | None:

@@ -24,7 +24,7 @@ import weakref
 from typing import Any
 
 import aiohttp
-from aiohttp.resolver import DefaultResolver
+from aiohttp.resolver import ThreadedResolver
 
 from .netguard import address_refusal
 
@@ -50,10 +50,12 @@ def available() -> bool:
         return False
 
 
-class _PublicOnlyResolver(DefaultResolver):
+class _PublicOnlyResolver(ThreadedResolver):
     """Resolves as usual, then refuses a host that has a non-public address (netguard)."""
 
-    async def resolve(self, host: str, port: int = 0, family: int = socket.AF_INET) -> Any:
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> Any:
         found = await super().resolve(host, port, family)
         for item in found:
             refusal = address_refusal(ipaddress.ip_address(str(item["host"]).split("%")[0]))

@@ -110,3 +110,17 @@ def test_a_connection_never_follows_a_redirect_whatever_the_transport(transport)
         second.stop()
     assert "redirect (307)" in caught.value.message
     assert len(first.seen) == 1 and second.seen == []
+
+
+def test_the_guarded_session_refuses_to_connect_to_a_name_that_resolves_privately():
+    """The address checked is the address connected to: a team's api_base is resolved by a
+    resolver that refuses non-public answers (DNS rebinding between check and connect)."""
+    import asyncio
+
+    from runs.scoring.direct import _PublicOnlyResolver
+
+    async def resolve():
+        return await _PublicOnlyResolver().resolve("localhost", 80)
+
+    with pytest.raises(OSError, match="loopback, private"):
+        asyncio.run(resolve())
