@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 from django.test import RequestFactory
 from django.utils import timezone
 
@@ -169,3 +170,22 @@ def test_a_webhook_that_cannot_be_reached_is_recorded_by_the_kind_of_failure(
     )
     assert found is not None, batch.webhook_error
     assert "Errno" in logged_with(caplog, found.group(1)).getMessage()
+
+
+# --- Rows stored before the cleaning --------------------------------------------------------------
+
+
+def test_redact_errors_cleans_texts_stored_earlier_once(make_rubric, make_run, capsys):
+    evaluation = Evaluation.objects.get(run=make_run(rubric=make_rubric().slug))
+    legacy = f"internal error: OSError: [Errno 2] '{ROOT}/x.py'\nTraceback (most recent call last):"
+    call = {"model": "m", "messages": [], "error": f"boom in {ROOT}/runs/x.py"}
+    Evaluation.objects.filter(pk=evaluation.pk).update(error=legacy, calls=[call, {"error": None}])
+
+    call_command("redact_errors")
+    call_command("redact_errors")
+
+    evaluation.refresh_from_db()
+    assert evaluation.error == "internal error: OSError: [Errno 2] '<path>'"
+    assert evaluation.calls == [call | {"error": "boom in <path>"}, {"error": None}]
+    first, again = capsys.readouterr().out.splitlines()
+    assert first.startswith("cleaned 1 evaluation(s)") and again.startswith("cleaned 0 ")
