@@ -16,10 +16,28 @@ app.autodiscover_tasks()
 @signals.worker_init.connect
 def _limit_judge_calls(sender: object = None, **_: object) -> None:
     """At most --concurrency judge calls in flight per worker process, also when messages
-    carry several evaluations each (runs.tasks.evaluate_many)."""
+    carry several evaluations each (runs.tasks.evaluate_many); those calls, the claimed
+    evaluations and the worker's threads shared fairly between teams."""
+    from django.conf import settings
+
+    from runs.fair_worker import share_threads
     from runs.judge_runtime import limit_calls
 
-    limit_calls(getattr(sender, "concurrency", None))
+    concurrency = getattr(sender, "concurrency", None)
+    limit_calls(concurrency)
+    share_threads(concurrency, settings.EVALSITE_FAIR_RESERVE)
+
+
+@signals.worker_shutting_down.connect
+def _hand_back_parked(**_: object) -> None:
+    """Evaluations parked for a team's turn go back to the broker rather than wait for the
+    sweeper (runs.fair_worker)."""
+    from runs import fair_worker
+    from runs.services.evaluations import _publish
+
+    ids = fair_worker.close()
+    if ids:
+        _publish(ids)
 
 
 @signals.worker_ready.connect

@@ -28,8 +28,14 @@ class ValidationErrorOut(Schema):
 
 def errors(*codes: int) -> dict[int, type[Schema]]:
     """Documented error responses: 401 and 403 always (no or revoked key; viewer role or CSRF),
-    422 always (invalid query, path or body), plus ``codes`` (400, 404, 409, 413, ...)."""
-    out: dict[int, type[Schema]] = {401: ErrorOut, 403: ErrorOut, 422: ValidationErrorOut}
+    422 always (invalid query, path or body), 429 always (the caller's request rate limit,
+    with ``Retry-After``), plus ``codes`` (400, 404, 409, 413, ...)."""
+    out: dict[int, type[Schema]] = {
+        401: ErrorOut,
+        403: ErrorOut,
+        422: ValidationErrorOut,
+        429: ErrorOut,
+    }
     for code in codes:
         out[code] = ValidationErrorOut if code == 422 else ErrorOut
     return out

@@ -37,10 +37,11 @@ if str(os.getpid()) == RUN_ID:
     _remove_stale_sessions()
 
 from .settings import *  # noqa: E402,F403
-from .settings import DATABASES  # noqa: E402
+from .settings import DATABASES, task_lanes  # noqa: E402
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast test users
 CELERY_TASK_DEFAULT_QUEUE = f"evalsite-test-{RUN_ID}"
+CELERY_TASK_QUEUES = task_lanes(CELERY_TASK_DEFAULT_QUEUE)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {
         "NAME": os.path.join(os.environ["EVALSITE_DATA_DIR"], "test.sqlite3")

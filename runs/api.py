@@ -36,7 +36,7 @@ from .selectors import (
 )
 from .services import run_ingest
 from .services.bulk import runs_ingest_bulk
-from .services.score import score_await, score_submit
+from .services.score import score_await, score_submit, score_waiting_slot
 
 router = Router(tags=["runs"])
 
@@ -130,12 +130,14 @@ def score(request: HttpRequest, payload: ScoreIn):
     200: every evaluation ended; `status` is `succeeded`, or `failed` with `error` (the judge
     failed for good: `passed` is then null, so a loop must check `status`). 202: time ran out;
     `status` is `queued` or `running`, poll `GET /api/evaluations/{evaluation_id}`.
+    429 (with `Retry-After`, storing nothing): the team already has EVALSITE_SCORE_MAX_WAITING
+    score calls waiting.
     """
-    run, evaluations = score_submit(
-        team=editor(request).team,
-        payload=payload.run_payload(),
-        criteria=payload.criteria_value(),
-    )
-    ids = [e.id for e in evaluations]
-    finished = score_await(evaluation_ids=ids, timeout=payload.timeout)
+    team = editor(request).team
+    with score_waiting_slot(team=team, timeout=payload.timeout):
+        run, evaluations = score_submit(
+            team=team, payload=payload.run_payload(), criteria=payload.criteria_value()
+        )
+        ids = [e.id for e in evaluations]
+        finished = score_await(evaluation_ids=ids, timeout=payload.timeout)
     return Status(200 if finished else 202, score_out(run, evaluations_by_ids(ids=ids)))

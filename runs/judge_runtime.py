@@ -11,10 +11,12 @@ import asyncio
 import atexit
 import contextlib
 import threading
+from collections import deque
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
 from runs.scoring import direct
+from runs.scoring.fairshare import FairShare
 from runs.scoring.judge import limit_calls_in_flight
 
 T = TypeVar("T")
@@ -45,42 +47,80 @@ atexit.register(_stop)
 
 
 _limit: int | None = None
-_held = threading.Condition()
-_holding = 0
+_claims: _ClaimGate | None = None
+
+
+class _ClaimGate:
+    """Claimed-but-unwritten evaluations of this process, shared fairly between teams
+    (runs.scoring.fairshare): up to ``limit`` for anyone, up to ``2 × limit`` while a team
+    under its share claims. Waiting threads are served least-holding team first."""
+
+    def __init__(self, limit: int) -> None:
+        self.share = FairShare(limit)
+        self.ready = threading.Condition()
+        self.queues: dict[str, deque[list[int]]] = {}  # per team: [wanted, granted] tickets
+
+    def enter(self, tenant: str, wanted: int) -> int:
+        with self.ready:
+            granted = self.share.arrive(tenant, wanted)
+            if granted:
+                return granted
+            ticket = [wanted, 0]
+            self.queues.setdefault(tenant, deque()).append(ticket)
+            self.share.wait(tenant)
+            while not ticket[1]:
+                self.ready.wait()
+            return ticket[1]
+
+    def leave(self, tenant: str, amount: int) -> None:
+        with self.ready:
+            self.share.give_back(tenant, amount)
+            woken = False
+            while (team := self.share.next_tenant()) is not None:
+                ticket = self.queues[team][0]
+                room = self.share.room(team, ticket[0], first_in_line=True)
+                if not room:
+                    break
+                self.queues[team].popleft()
+                if not self.queues[team]:
+                    del self.queues[team]
+                self.share.stop_waiting(team)
+                self.share.take(team, room)
+                ticket[1] = room
+                woken = True
+            if woken:
+                self.ready.notify_all()
 
 
 def limit_calls(limit: int | None) -> None:
     """Keep at most ``limit`` judge calls of this process in flight (None: no limit), and at
-    most twice that many evaluations claimed and not yet written.
+    most twice that many evaluations claimed and not yet written; both shared fairly between
+    teams, with a bounded overdraft for a team under its share (runs.scoring.fairshare).
 
     A worker sets it to its concurrency: a broker message may carry several evaluations,
     so threads alone no longer bound the calls in flight. The claim bound keeps a claimed
     evaluation from waiting for a judge slot longer than about one judge call, well inside
     its lease."""
-    global _limit
+    global _limit, _claims
     _limit = limit if limit and limit > 0 else None
+    _claims = _ClaimGate(2 * _limit) if _limit else None
     limit_calls_in_flight(_limit)
 
 
 @contextlib.contextmanager
-def claim_room(wanted: int) -> Iterator[int]:
-    """Block until the process may claim ``wanted`` more evaluations; yields how many it may
-    claim (fewer when ``wanted`` alone exceeds the bound) and gives the room back on exit."""
-    global _holding
-    if _limit is None or wanted <= 0:
+def claim_room(wanted: int, tenant: str = "") -> Iterator[int]:
+    """Block until the process may claim more evaluations for ``tenant`` (a team id); yields
+    how many it may claim (fewer than ``wanted`` when the bound or the team's share is
+    smaller) and gives the room back on exit."""
+    gate = _claims
+    if gate is None or wanted <= 0:
         yield wanted
         return
-    room = min(wanted, 2 * _limit)
-    with _held:
-        while _holding + room > 2 * _limit:
-            _held.wait()
-        _holding += room
+    room = gate.enter(tenant, wanted)
     try:
         yield room
     finally:
-        with _held:
-            _holding -= room
-            _held.notify_all()
+        gate.leave(tenant, room)
 
 
 def judge_loop() -> asyncio.AbstractEventLoop:

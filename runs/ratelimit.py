@@ -11,6 +11,11 @@ atomic step: a Lua script in Redis, an IMMEDIATE transaction in SQLite.
 
 Limits come from settings: ``EVALSITE_JUDGE_RATE_LIMITS`` (JSON, per model), else
 ``EVALSITE_JUDGE_RPM`` / ``EVALSITE_JUDGE_TPM`` for every model; 0 means unlimited.
+
+The same backends serve the API's per-key request limit (``api_take``: one bucket per API key
+or signed-in user, EVALSITE_API_RATE / EVALSITE_API_BURST) and counted holds (``hold`` /
+``release``: at most N holders of a key at once, each hold expiring after its ttl so a process
+that dies cannot keep one), which cap a team's waiting ``POST /api/score`` calls.
 """
 
 from __future__ import annotations
@@ -19,11 +24,13 @@ import json
 import sqlite3
 import threading
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import redis
 from django.conf import settings
 
 
@@ -106,6 +113,14 @@ def _take(levels: Sequence[tuple[float, float] | None], draws: Sequence[Draw], n
 class Backend(Protocol):
     def take(self, draws: Sequence[Draw]) -> float: ...
 
+    def hold(self, key: str, capacity: int, ttl: float) -> str | None: ...
+
+    def release(self, key: str, token: str) -> None: ...
+
+
+def _token() -> str:
+    return uuid.uuid4().hex
+
 
 class SQLiteBackend:
     """Buckets in a SQLite file: shared by every process on this machine."""
@@ -123,6 +138,10 @@ class SQLiteBackend:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS bucket (key TEXT PRIMARY KEY, level REAL, ts REAL)"
+            )
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS holder "
+                "(key TEXT, token TEXT, expires REAL, PRIMARY KEY (key, token))"
             )
             self._local.conn = conn
         return conn
@@ -148,6 +167,25 @@ class SQLiteBackend:
             conn.execute("ROLLBACK")
             raise
         return wait
+
+    def hold(self, key: str, capacity: int, ttl: float) -> str | None:
+        conn = self._connection()
+        now = self.clock()
+        token = _token()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("DELETE FROM holder WHERE key = ? AND expires <= ?", (key, now))
+            (held,) = conn.execute("SELECT COUNT(*) FROM holder WHERE key = ?", (key,)).fetchone()
+            if held < capacity:
+                conn.execute("INSERT INTO holder VALUES (?, ?, ?)", (key, token, now + ttl))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return token if held < capacity else None
+
+    def release(self, key: str, token: str) -> None:
+        self._connection().execute("DELETE FROM holder WHERE key = ? AND token = ?", (key, token))
 
 
 # The same arithmetic as _take, run atomically inside Redis on Redis's own clock (so workers on
@@ -179,20 +217,38 @@ return '0'
 """
 
 
+# A counted hold: a sorted set of tokens scored by their expiry (Redis's clock).
+_REDIS_HOLD = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
+redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[2])) + 60)
+return 1
+"""
+
+
 class RedisBackend:
     """Buckets in Redis: shared by every worker that reaches it."""
 
     def __init__(self, url: str) -> None:
-        import redis
-
         self.client = redis.Redis.from_url(url)
         self.script = self.client.register_script(_REDIS_TAKE)
+        self.hold_script = self.client.register_script(_REDIS_HOLD)
 
     def take(self, draws: Sequence[Draw]) -> float:
         args: list[float] = []
         for d in draws:
             args += [d.capacity, d.rate, d.cost]
         return float(self.script(keys=[d.key for d in draws], args=args))
+
+    def hold(self, key: str, capacity: int, ttl: float) -> str | None:
+        token = _token()
+        return token if self.hold_script(keys=[key], args=[capacity, ttl, token]) else None
+
+    def release(self, key: str, token: str) -> None:
+        self.client.zrem(key, token)
 
 
 _backend_lock = threading.Lock()
@@ -235,3 +291,17 @@ def judge_admit(
             return wait
         budget -= wait
         time.sleep(wait)
+
+
+# --- The API's request limits --------------------------------------------------------------------
+
+
+def api_take(*, who: str) -> float:
+    """One request of ``who`` (an API key or a signed-in user and team): 0 when admitted, else
+    the seconds until the next one would be (nothing taken). EVALSITE_API_RATE requests per
+    minute with bursts of EVALSITE_API_BURST; a rate of 0 turns the limit off."""
+    rate = float(settings.EVALSITE_API_RATE)
+    if rate <= 0:
+        return 0.0
+    burst = max(1.0, float(settings.EVALSITE_API_BURST))
+    return backend().take([Draw(key=f"evalsite:api:{who}", capacity=burst, rate=rate / 60, cost=1)])

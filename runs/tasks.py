@@ -4,7 +4,8 @@ from celery import shared_task
 from django.conf import settings
 from django.db import close_old_connections
 
-from .services import evaluation_execute, evaluations_execute, evaluations_sweep
+from .services import evaluations_sweep
+from .services.fair import evaluations_execute_fairly
 
 # Both evaluation tasks: acknowledged once the work has ended, redelivered if the worker dies.
 EVALUATION_TASK = {
@@ -22,25 +23,24 @@ EVALUATION_TASK = {
 
 
 @shared_task(name="runs.tasks.evaluate", **EVALUATION_TASK)
-def evaluate(evaluation_id: str) -> str:
-    close_old_connections()
-    try:
-        return evaluation_execute(evaluation_id=evaluation_id).status
-    finally:
-        close_old_connections()
+def evaluate(evaluation_id: str) -> dict[str, int]:
+    """One evaluation (a single run's): see evaluate_many."""
+    return _execute_fairly([evaluation_id])
 
 
 @shared_task(name="runs.tasks.evaluate_many", **EVALUATION_TASK)
 def evaluate_many(evaluation_ids: list[str]) -> dict[str, int]:
     """Several evaluations in one message (bulk ingest, re-score): judged concurrently, each
-    claimed and written exactly as `evaluate` would; the message is acknowledged when all
-    have ended. Outcomes counted by status."""
+    claimed and written exactly as alone; a team over its share of the worker's threads has
+    its evaluations parked instead (runs.fair_worker). The message is acknowledged when this
+    thread is done. Outcomes counted by status."""
+    return _execute_fairly(list(evaluation_ids))
+
+
+def _execute_fairly(evaluation_ids: list[str]) -> dict[str, int]:
     close_old_connections()
     try:
-        counts: dict[str, int] = {}
-        for outcome in evaluations_execute(evaluation_ids=list(evaluation_ids)):
-            counts[outcome.status] = counts.get(outcome.status, 0) + 1
-        return counts
+        return dict(evaluations_execute_fairly(evaluation_ids=evaluation_ids))
     finally:
         close_old_connections()
 

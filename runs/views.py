@@ -26,6 +26,7 @@ from .selectors import RunFilterError, RunFilters
 from .services.rescore import (
     RescoreScope,
     RescoreValidationError,
+    TooManyBatches,
     batch_cancel,
     batch_create,
     batch_estimate,
@@ -255,6 +256,9 @@ def rescore_start(request: TeamRequest) -> HttpResponse:
     except RescoreValidationError as exc:
         messages.error(request, "Could not re-score: " + "; ".join(exc.errors.values()))
         return _redirect_back(request, reverse("run_list"))
+    except TooManyBatches as exc:
+        messages.error(request, f"Could not re-score: {exc}.")
+        return _redirect_back(request, reverse("batch_list"))
     return _after_rescore(request, form, batches)
 
 
