@@ -14,6 +14,7 @@ from typing import Any
 
 from django.db import transaction
 
+from rubrics.judging import judge_choice_errors
 from rubrics.models import Criterion, Rubric, RubricVersion
 from rubrics.services import RubricValidationError, criteria_from_any
 from runs.models import AgentRun, Evaluation, Kind
@@ -136,10 +137,16 @@ def _start(
     return calibration
 
 
-def _judge_model(value: str) -> str:
+def _judge_model(value: str, rubric: Rubric) -> str:
     model = (value or "").strip()
     if len(model) > MAX_JUDGE_MODEL:
         raise ReviewValidationError({"judge": f"at most {MAX_JUDGE_MODEL} characters"})
+    # A second judge goes where the rubric's judge goes: the same rule as the rubric's model.
+    problems = judge_choice_errors(
+        team=rubric.team, rubric=rubric, fields={"judge_model": model}, out={}
+    )
+    if problems:
+        raise ReviewValidationError({"judge": problems["judge_model"]})
     return model
 
 
@@ -156,7 +163,7 @@ def golden_run(
     report compares each verdict with the human labels and with the current version's."""
     if version_number is not None and criteria is not None:
         raise ReviewValidationError({"criteria": "give a version or criteria, not both"})
-    model = _judge_model(judge_model)
+    model = _judge_model(judge_model, rubric)
     golden = list(
         AgentRun.objects.filter(
             team_id=rubric.team_id, reviews__rubric=rubric, reviews__golden=True
@@ -224,7 +231,7 @@ def consistency_check(
         raise ReviewValidationError({"sample": f"between 1 and {MAX_SAMPLE}"})
     if run_ids is not None and len(run_ids) > MAX_SAMPLE:
         raise ReviewValidationError({"runs": f"at most {MAX_SAMPLE} runs"})
-    model = _judge_model(judge_model)
+    model = _judge_model(judge_model, rubric)
     version = _version(rubric, version_number)
     return _start(
         rubric=rubric,

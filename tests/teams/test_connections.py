@@ -450,3 +450,15 @@ def test_verdicts_are_not_reused_across_connections(deployment, team, make_rubri
     assert again.status == reused.status == Status.SUCCEEDED
     # Judged afresh through the second connection; reused through the same one.
     assert deployment.stats()["completions"] == 2
+
+
+def test_a_second_judge_for_a_consistency_check_follows_the_same_rule(
+    deployment, api_key, make_rubric
+):
+    rubric = make_rubric()
+    response = Api(api_key).post(
+        f"/rubrics/{rubric.slug}/consistency-checks",
+        {"judge": "anthropic/claude-3-5-sonnet", "repeats": 1},
+    )
+    assert response.status_code == 422, response.content
+    assert any(e["loc"][-1] == "judge" for e in response.json()["detail"])
