@@ -462,3 +462,30 @@ def test_a_second_judge_for_a_consistency_check_follows_the_same_rule(
     )
     assert response.status_code == 422, response.content
     assert any(e["loc"][-1] == "judge" for e in response.json()["detail"])
+
+
+def test_the_rubric_editor_offers_the_teams_connections_and_saves_the_choice(
+    owner, team, other_team, make_rubric, settings
+):
+    from tests.rubrics.test_views import settings_post
+
+    settings.EVALSITE_JUDGE_ALLOW_PRIVATE = True
+    ours = connection_create(team=team, name="ours", model="openai/x")
+    theirs = connection_create(team=other_team, name="theirs", model="openai/x")
+    rubric = make_rubric()
+    client = signed_in(owner)
+    url = reverse("rubric_settings", args=[rubric.id])
+
+    page = client.get(reverse("rubric_detail", args=[rubric.id])).content.decode()
+    assert "Deployment default" in page and "ours (openai/x)" in page and "theirs" not in page
+    saved = client.post(url, settings_post(judge_connection=str(ours.pk)))
+    refused = client.post(url, settings_post(judge_connection=str(theirs.pk)))
+
+    rubric.refresh_from_db()
+    assert saved.status_code == 302 and rubric.judge_connection == ours
+    assert (
+        refused.status_code == 200 and refused.context["settings_form"].errors["judge_connection"]
+    )
+    assert client.post(url, settings_post(judge_connection="")).status_code == 302
+    rubric.refresh_from_db()
+    assert rubric.judge_connection is None
