@@ -67,6 +67,20 @@ class StrictJsonParser(Parser):
         return data
 
 
+def _check_query(request: HttpRequest) -> None:
+    """Text the database could not compare (NUL on PostgreSQL) fails here, not in a query: in
+    the path it names nothing (404), in a query parameter it is a 422 on that parameter."""
+    if UNSTORABLE_TEXT.search(request.path):
+        raise Http404("No such object: the path contains NUL or unpaired surrogates")
+    bad = {
+        name: "may not contain NUL (\\u0000) or unpaired surrogates"
+        for name, values in request.GET.lists()
+        if any(UNSTORABLE_TEXT.search(v) for v in values)
+    }
+    if bad:
+        raise field_errors("query", bad)
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
@@ -104,6 +118,7 @@ class EvalsiteAPI(NinjaAPI):
         limit = body_limit(request)
         if length > limit:
             raise PayloadTooLarge(f"request body is {length:,} bytes; the limit is {limit:,}")
+        _check_query(request)
         return super().create_temporal_response(request)
 
     def get_openapi_schema(self, **kwargs: Any) -> Any:

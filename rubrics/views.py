@@ -3,6 +3,7 @@ and the failed-criteria review. One template per page; htmx requests get a named
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django import forms
@@ -139,10 +140,12 @@ def _diff_numbers(request: TeamRequest, versions: list[selectors.VersionRow]) ->
 
 
 def _int(value: Any, default: int) -> int:
+    """A version number from the query; ``default`` for anything else (text, absurd sizes)."""
     try:
-        return int(value)
+        number = int(value)
     except (TypeError, ValueError):
         return default
+    return number if 0 <= number < 2**31 else default
 
 
 def _editor_context(request: TeamRequest, rubric: Rubric, **overrides: Any) -> dict[str, Any]:
@@ -330,11 +333,22 @@ def failures(request: TeamRequest) -> HttpResponse:
         .order_by("name")
     )
     chosen = request.GET.get("rubric")
+    filter_error = ""
+    if chosen and _uuid_or_none(chosen) is None:
+        # Like a malformed version number, a malformed rubric id is ignored: say so.
+        filter_error = "That link names no rubric: showing the first one instead."
+        chosen = None
     rubric = next((r for r in rubrics if str(r.id) == chosen), None)
     if chosen and rubric is None:
         rubric = _rubric(request, chosen)  # archived rubrics are reviewable; others' are a 404
     rubric = rubric or next((r for r in rubrics if r.current_version_id), None)
-    context: dict[str, Any] = {"rubrics": rubrics, "rubric": rubric, "rows": [], "version": None}
+    context: dict[str, Any] = {
+        "rubrics": rubrics,
+        "rubric": rubric,
+        "rows": [],
+        "version": None,
+        "filter_error": filter_error,
+    }
     if rubric is not None:
         version = _version_for(request, rubric)
         context.update(
@@ -372,9 +386,13 @@ def failures_walk(request: TeamRequest, rubric_id: Any, key: str) -> HttpRespons
 
 
 def _uuid(value: str | None) -> str | None:
-    import uuid
+    if value and _uuid_or_none(value) is None:
+        raise Http404("Bad run id")
+    return _uuid_or_none(value)
 
+
+def _uuid_or_none(value: str | None) -> str | None:
     try:
         return str(uuid.UUID(value)) if value else None
     except ValueError:
-        raise Http404("Bad run id") from None
+        return None

@@ -169,7 +169,11 @@ def run_detail(request: TeamRequest, run_id: Any) -> HttpResponse:
 def _safe_next(request: TeamRequest) -> str:
     """The posted ``next`` when it points at this site (never another host or a script)."""
     target = request.POST.get("next") or ""
-    ok = url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()})
+    # A path on this site only: "x" would be taken for a URL name by redirect(), and anything
+    # with a scheme or another host is refused by url_has_allowed_host_and_scheme.
+    ok = target.startswith("/") and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    )
     return target if ok else ""
 
 
@@ -298,10 +302,17 @@ def batch_detail(request: TeamRequest, batch_id: Any) -> HttpResponse:
 @require_GET
 def batch_list(request: TeamRequest) -> HttpResponse:
     team = request.team
-    page = selectors.batches_list(team=team, cursor=request.GET.get("cursor") or None, limit=25)
+    cursor_error = ""
+    try:
+        page = selectors.batches_list(team=team, cursor=request.GET.get("cursor") or None, limit=25)
+    except InvalidCursor:
+        # As on the runs list: a page link that is not ours shows the first page and says so.
+        cursor_error = "This page link is out of date: showing the first page."
+        page = selectors.batches_list(team=team, limit=25)
     progress = selectors.batches_progress(batches=page.items)
     rows = [progress[b.pk] for b in page.items]
-    return render(request, "runs/batch_list.html", {"rows": rows, "page": page})
+    context = {"rows": rows, "page": page, "cursor_error": cursor_error}
+    return render(request, "runs/batch_list.html", context)
 
 
 @editor_required

@@ -4,20 +4,30 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Model, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import get_object_or_404, redirect, render
 
 from .models import Role
 
 
 def team_object_or_404(request: HttpRequest, queryset: QuerySet | type[Model], **lookup: Any):
+    """The team's object matching ``lookup``; 404 for another team's, a missing one, or a
+    lookup value the field cannot hold (a malformed UUID names no object either)."""
     team = getattr(request, "team", None)
     if team is None:
         raise Http404("No team")
     qs = queryset if isinstance(queryset, QuerySet) else queryset._default_manager.all()
-    return get_object_or_404(qs, team=team, **lookup)
+    try:
+        return get_object_or_404(qs, team=team, **lookup)
+    except (ValidationError, ValueError, OverflowError):
+        raise Http404("No such object") from None
+
+
+def bad_request(request: HttpRequest, message: str) -> HttpResponse:
+    """A 400 page saying what was wrong with the request (a form post no page offers)."""
+    return render(request, "400.html", {"message": message}, status=400)
 
 
 def team_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:

@@ -4,18 +4,25 @@ confirmation cost)."""
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.cache import add_never_cache_headers
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from .access import editor_required, owner_required, team_object_or_404, team_required
+from .access import (
+    bad_request,
+    editor_required,
+    owner_required,
+    team_object_or_404,
+    team_required,
+)
 from .middleware import SESSION_KEY
 from .models import ApiKey, JudgeConnection
 from .selectors import api_keys_list, judge_connections_list, team_for_user
@@ -34,9 +41,15 @@ from .services import (
 @login_required
 @require_POST
 def team_switch(request: HttpRequest) -> HttpResponse:
-    found = team_for_user(user=request.user, team_id=request.POST.get("team", ""))
-    if found is not None:
-        request.session[SESSION_KEY] = str(found[0].id)
+    """400 for a missing or malformed team id, 404 for a team the user is not a member of."""
+    try:
+        team_id = uuid.UUID(request.POST.get("team") or "")
+    except ValueError:
+        return bad_request(request, "Pick one of your teams to switch to.")
+    found = team_for_user(user=request.user, team_id=team_id)
+    if found is None:
+        raise Http404("You are not a member of that team.")
+    request.session[SESSION_KEY] = str(found[0].id)
     # Objects differ per team: land on the same section, never on another team's object.
     target = request.POST.get("next") or ""
     section = target.split("/")[1] if target.startswith("/") else ""

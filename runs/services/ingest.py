@@ -244,12 +244,44 @@ def runs_ingest_many(
     is invalid (unknown rubric, too large, conflicting external_id). The caller decides whether
     errors roll the whole call back; it must call this inside ``transaction.atomic()``.
     Payloads repeating an external_id (with the same content) map to one run.
+
+    Another ingest storing some of the same external_ids at the same time is answered as if
+    it had come first (as the sequential case would be): the insert that collides is undone
+    (a savepoint), the runs stored meanwhile are read again and every item is classified anew
+    (same content: that run, not created; other content: a conflict), up to STORE_ATTEMPTS.
     """
     rubrics: dict[str, Rubric | None] = {}
+    for attempt in range(1, STORE_ATTEMPTS + 1):
+        results, errors, built = _classify(team, payloads, rubrics)
+        if errors or not built:
+            break
+        try:
+            with transaction.atomic():
+                _store(built)
+        except IntegrityError:
+            if attempt == STORE_ATTEMPTS:
+                raise
+            continue
+        break
+    return [r for r in results if r is not None], errors
+
+
+# A bulk loses the race for an external_id only to a commit that stored it, so every retry
+# knows more of its ids; a handful of attempts covers any realistic contention.
+STORE_ATTEMPTS = 5
+
+Built = tuple[AgentRun, list[Evaluation]]
+
+
+def _classify(
+    team: Team, payloads: list[RunPayload], rubrics: dict[str, Rubric | None]
+) -> tuple[list[tuple[AgentRun, bool] | None], list[tuple[int, Exception]], list[Built]]:
+    """Each payload's (run, created) against the runs stored now (None for an invalid one),
+    the errors, and the unsaved runs to insert."""
     existing = _existing_runs(team, payloads)
     results: list[tuple[AgentRun, bool] | None] = []
     errors: list[tuple[int, Exception]] = []
-    built: list[tuple[AgentRun, list[Evaluation]]] = []
+    built: list[Built] = []
     for index, payload in enumerate(payloads):
         try:
             _check_size(payload)
@@ -268,9 +300,7 @@ def runs_ingest_many(
             existing[payload.external_id] = run
         built.append((run, evaluations))
         results.append((run, True))
-    if not errors and built:
-        _store(built)
-    return [r for r in results if r is not None], errors
+    return results, errors, built
 
 
 def _existing_runs(team: Team, payloads: list[RunPayload]) -> dict[str, AgentRun]:
