@@ -197,7 +197,7 @@ class RubricSettingsForm(forms.Form):
         max_length=200,
         help_text="A litellm model string; blank uses the connection's model (or the "
         "deployment default).",
-        widget=forms.TextInput(attrs={"placeholder": "deployment default", "class": "mono"}),
+        widget=forms.TextInput(attrs={"placeholder": "default model", "class": "mono"}),
     )
     temperature = forms.FloatField(required=False, widget=forms.NumberInput(attrs={"step": "0.1"}))
     max_tokens = forms.IntegerField(required=False)
