@@ -465,6 +465,12 @@ async def _request(config: JudgeConfig, messages: list[dict], response_format: d
     """One HTTP request, through the direct transport or litellm; the answer's content,
     finish reason, token counts and (litellm only) response object."""
     name = _direct_model(config)
+    if name is None and config.connection is not None and config.api_base:
+        # litellm's HTTP clients follow redirects: a team's address is only called directly.
+        raise PermanentJudgeError(
+            "a judge connection with an api_base needs an OpenAI-compatible model string "
+            "(openai/<model name>), called from the server's judge loop"
+        )
     if name is not None:
         answer = await direct.post_chat(
             api_base=config.api_base or "",

@@ -124,3 +124,17 @@ def test_the_guarded_session_refuses_to_connect_to_a_name_that_resolves_privatel
 
     with pytest.raises(OSError, match="loopback, private"):
         asyncio.run(resolve())
+
+
+def test_a_connection_with_an_api_base_is_never_handed_to_litellm():
+    """Off the judge loop (no direct transport) a connection's address is not called at all."""
+    import asyncio
+
+    listener = Listener(status=200).start()
+    try:
+        judge = JudgeConfig(model="openai/x", api_base=f"{listener.url}/v1", connection="c")
+        with pytest.raises(PermanentJudgeError, match="judge connection"):
+            asyncio.run(RubricScorer(judge, criteria="- A").ascore(task="t", output="o"))
+    finally:
+        listener.stop()
+    assert listener.seen == []
