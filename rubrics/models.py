@@ -26,12 +26,13 @@ class Rubric(models.Model):
     slug = models.SlugField(max_length=100)
     description = models.TextField(blank=True)
     # Where judge calls go: a connection of the same team, or null for the deployment's judge.
-    # PROTECT: a connection is deleted only once no rubric chooses it (teams.services).
+    # RESTRICT: a connection is deleted only once no rubric chooses it (teams.services), but
+    # deleting the team deletes both.
     judge_connection = models.ForeignKey(
         "teams.JudgeConnection",
         null=True,
         blank=True,
-        on_delete=models.PROTECT,
+        on_delete=models.RESTRICT,
         related_name="rubrics",
     )
     # Blank means the connection's model, else the deployment default (EVALSITE_JUDGE_MODEL).

@@ -10,7 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
-from django.db.models import ProtectedError
+from django.db.models import RestrictedError
 from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -258,8 +258,8 @@ def connection_delete(*, connection: JudgeConnection) -> None:
     with a permanent error when their turn comes (its key is gone)."""
     try:
         connection.delete()
-    except ProtectedError as exc:
-        names = sorted({str(obj) for obj in exc.protected_objects})
+    except RestrictedError as exc:
+        names = sorted({str(obj) for obj in exc.restricted_objects})
         shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
         raise ConnectionInUse(
             f"rubrics still use the connection {connection.name!r} ({shown}): choose another "

@@ -489,3 +489,12 @@ def test_the_rubric_editor_offers_the_teams_connections_and_saves_the_choice(
     assert client.post(url, settings_post(judge_connection="")).status_code == 302
     rubric.refresh_from_db()
     assert rubric.judge_connection is None
+
+
+def test_deleting_a_team_deletes_its_connections_and_the_rubrics_choosing_them(team, make_rubric):
+    connection = connection_create(team=team, name="mine", model="openai/x")
+    make_rubric(judge_connection=connection)
+
+    team.delete()
+
+    assert not JudgeConnection.objects.exists() and not Rubric.objects.exists()
