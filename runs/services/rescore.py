@@ -38,7 +38,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import URLValidator
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, OperationalError, transaction
 from django.db.models import QuerySet
 
 from rubrics.models import Rubric, RubricVersion
@@ -415,7 +415,9 @@ def _insert_evaluations(
     batch: RescoreBatch, run_ids: Sequence[Any], version: RubricVersion, judge: str
 ) -> list[Any]:
     """One held evaluation per run; a run with a pending twin is skipped by the database
-    constraint. Returns the run ids that got one."""
+    constraint. Returns the run ids that got one. Run rows are not written here (see
+    _mark_runs_queued): a long transaction holding them would block workers writing results
+    for the same runs, and deadlock with them."""
     rubric = batch.rubric
     for chunk in _chunks(run_ids):
         runs = AgentRun.objects.filter(pk__in=chunk).only("id", "team_id")
@@ -435,17 +437,28 @@ def _insert_evaluations(
             ],
             ignore_conflicts=True,
         )
-    created = list(
+    return list(
         Evaluation.objects.filter(batch=batch)
         .order_by("created_at")
         .values_list("run_id", flat=True)
     )
-    for chunk in _chunks(created):
-        # The runs list shows them as queued until their evaluations end.
-        AgentRun.objects.filter(pk__in=chunk).exclude(status=Status.RUNNING).update(
+
+
+def _mark_runs_queued(run_ids: list[Any]) -> None:
+    """The runs list shows a batch's runs as queued until their evaluations end. Last in the
+    creating transaction, and never waiting for a run a worker is writing (its own refresh
+    of the run sees the new evaluation): a transaction holding many runs while waiting for
+    one more deadlocks with workers taking the same runs in another order."""
+    for chunk in _chunks(sorted(run_ids)):
+        free = (
+            AgentRun.objects.select_for_update(no_key=True, skip_locked=True)
+            .filter(pk__in=chunk)
+            .exclude(status=Status.RUNNING)
+            .values_list("pk", flat=True)
+        )
+        AgentRun.objects.filter(pk__in=list(free)).exclude(status=Status.RUNNING).update(
             status=Status.QUEUED
         )
-    return created
 
 
 def batch_create(
@@ -477,43 +490,68 @@ def batch_create(
     judge_config = _judge(rubric, model_override)
     url = _clean_webhook(webhook_url)
     run_ids = _scope_run_ids(team, rubric, scope)
-    try:
-        with transaction.atomic():
-            _check_active_batches(team)
-            batch = RescoreBatch.objects.create(
-                team=team, rubric=rubric, rubric_version=version, judge_model=judge_config.model,
-                force=force, scope=scope.as_json() | {"target_version": version.number},
-                idempotency_key=key, request_hash=asked, webhook_url=url, created_by=user,
-                window=max(1, settings.EVALSITE_BATCH_WINDOW),
-            )  # fmt: skip
-            queued = _insert_evaluations(batch, run_ids, version, model_override)
-            plan = _plan(team.pk, queued, _criteria(version), judge_config, rubric.strategy, force)
-            batch.estimate = _estimate(
-                plan, judge_config.model, len(run_ids) - len(queued)
-            ).as_json()
-            batch.total = len(queued)
-            batch.save(update_fields=["estimate", "total"])
-            batch_id = batch.pk
-            transaction.on_commit(lambda: _after_create(batch_id), robust=True)
-    except IntegrityError:
-        # Another request with the same idempotency key won the race: answer with its batch.
-        existing = (
-            RescoreBatch.objects.filter(team=team, idempotency_key=key).first() if key else None
-        )
-        if existing is None:
-            raise
-        return _same_request(key or "", existing, asked), False
+    row = dict(
+        team=team, rubric=rubric, rubric_version=version, judge_model=judge_config.model,
+        force=force, scope=scope.as_json() | {"target_version": version.number},
+        idempotency_key=key, request_hash=asked, webhook_url=url, created_by=user,
+        window=max(1, settings.EVALSITE_BATCH_WINDOW),
+    )  # fmt: skip
+    for attempt in range(1, CREATE_ATTEMPTS + 1):
+        try:
+            return _create(row, run_ids, model_override, judge_config)
+        except OperationalError as exc:
+            # A worker writing results for some of these runs at the same moment can deadlock
+            # with marking them queued (PostgreSQL fails one side): nothing was stored, again.
+            if attempt == CREATE_ATTEMPTS or not _is_deadlock(exc):
+                raise
+        except IntegrityError:
+            # Another request with the same idempotency key won the race: its batch.
+            existing = (
+                RescoreBatch.objects.filter(team=team, idempotency_key=key).first() if key else None
+            )
+            if existing is None:
+                raise
+            return _same_request(key or "", existing, asked), False
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+CREATE_ATTEMPTS = 3
+
+
+def _is_deadlock(exc: OperationalError) -> bool:
+    return getattr(exc.__cause__, "sqlstate", None) == "40P01"
+
+
+def _create(
+    row: dict[str, Any], run_ids: list[Any], model_override: str, judge_config: JudgeConfig
+) -> tuple[RescoreBatch, bool]:
+    """The batch_create transaction: the batch (``row``), its held evaluations, its estimate."""
+    with transaction.atomic():
+        _check_active_batches(row["team"])
+        batch = RescoreBatch.objects.create(**row)
+        version, force = row["rubric_version"], row["force"]
+        queued = _insert_evaluations(batch, run_ids, version, model_override)
+        criteria = _criteria(version)
+        plan = _plan(batch.team_id, queued, criteria, judge_config, batch.rubric.strategy, force)
+        estimate = _estimate(plan, judge_config.model, len(run_ids) - len(queued))
+        batch.estimate = estimate.as_json()
+        batch.total = len(queued)
+        batch.save(update_fields=["estimate", "total"])
+        _mark_runs_queued(queued)
+        batch_id = batch.pk
+        transaction.on_commit(lambda: _after_create(batch_id), robust=True)
     return batch, True
 
 
 def _check_active_batches(team: Team) -> None:
     """Refuse a new batch while the team has EVALSITE_TEAM_MAX_ACTIVE_BATCHES unfinished ones
     (0: no cap). The team's row lock makes concurrent creations count one after another
-    (PostgreSQL; SQLite writes one at a time anyway)."""
+    (PostgreSQL; SQLite writes one at a time anyway); NO KEY, so rows that merely refer to
+    the team (runs, verdicts) are still written meanwhile."""
     limit = settings.EVALSITE_TEAM_MAX_ACTIVE_BATCHES
     if limit <= 0:
         return
-    list(Team.objects.select_for_update().filter(pk=team.pk).values_list("pk"))
+    list(Team.objects.select_for_update(no_key=True).filter(pk=team.pk).values_list("pk"))
     if RescoreBatch.objects.filter(team=team, finished_at__isnull=True).count() >= limit:
         raise TooManyBatches(limit)
 

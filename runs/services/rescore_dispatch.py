@@ -140,7 +140,7 @@ def _refresh_runs(run_ids: Iterable[Any]) -> None:
     for chunk in _chunks(sorted(set(run_ids), key=str)):
         with transaction.atomic():
             list(
-                AgentRun.objects.select_for_update()
+                AgentRun.objects.select_for_update(no_key=True)
                 .filter(pk__in=chunk)
                 .order_by("pk")
                 .values_list("pk")

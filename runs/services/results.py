@@ -53,7 +53,7 @@ def record_failure(
     """End the evaluation as failed with ``message``, cut to what a team may read (no traceback
     or server path, at most MAX_ERROR_CHARS)."""
     with transaction.atomic():
-        AgentRun.objects.select_for_update().filter(pk=evaluation.run_id).first()
+        AgentRun.objects.select_for_update(no_key=True).filter(pk=evaluation.run_id).first()
         done = _guarded(evaluation, token).update(
             status=Status.FAILED,
             error=tenant_error(message),
@@ -109,10 +109,12 @@ def record_successes(jobs: list[Finished]) -> list[bool]:
     statements; for each, False (and nothing written for it) when its lease was lost."""
     with transaction.atomic():
         run_ids = sorted({job.evaluation.run_id for job in jobs}, key=str)
-        # Lock order: runs, then their evaluations, both by id (as every writer does).
+        # Lock order: runs, then their evaluations, both by id (as every writer does). NO KEY:
+        # writers still exclude each other, but inserts of new evaluations for these runs (a
+        # re-score batch's foreign-key checks) neither wait for nor deadlock with this.
         runs = {
             run.pk: run
-            for run in AgentRun.objects.select_for_update()
+            for run in AgentRun.objects.select_for_update(no_key=True)
             .filter(pk__in=run_ids)
             .order_by("pk")
             .only("id", "rubric_id", "created_at")
