@@ -15,6 +15,7 @@ client address is REMOTE_ADDR: X-Forwarded-For is never read, since a client can
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,7 @@ from django.http import HttpRequest, HttpResponse
 from runs.ratelimit import Draw, backend
 
 THROTTLED = "throttled"
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,18 @@ def _draws(username: str, address: str, cost: float) -> list[tuple[str, Draw]]:
 
 def login_attempt_begin(*, username: str, address: str) -> Refusal | None:
     """Take one attempt from the address's and the username's allowance; a Refusal (nothing
-    taken) when either is used up. Call ``login_attempt_succeeded`` after a good password."""
+    taken) when either is used up. Call ``login_attempt_succeeded`` after a good password.
+
+    A store that cannot be reached lets the attempt through (logged), as the API's request
+    limit does: the lock-out protects sign-in, it must not take it down."""
+    try:
+        return _begin(username, address)
+    except Exception:  # noqa: BLE001 - fail open, loudly
+        logger.exception("sign-in limiter unavailable; not counting this attempt")
+        return None
+
+
+def _begin(username: str, address: str) -> Refusal | None:
     store = backend()
     taken: list[Draw] = []
     for scope, draw in _draws(username, address, 1.0):
@@ -93,8 +106,12 @@ def login_attempt_begin(*, username: str, address: str) -> Refusal | None:
 def login_attempt_succeeded(*, username: str, address: str) -> None:
     """Give the attempt back: a good sign-in uses up nothing (nor clears earlier failures)."""
     draws = [draw for _, draw in _draws(username, address, -1.0)]
-    if draws:
+    if not draws:
+        return
+    try:
         backend().take(draws)
+    except Exception:  # noqa: BLE001 - the sign-in itself succeeded
+        logger.exception("sign-in limiter unavailable; attempt not given back")
 
 
 def _refund(draw: Draw) -> Draw:

@@ -133,3 +133,11 @@ def test_the_admin_sign_in_is_throttled_too(make_user, address):
 
     assert "Too many sign-in attempts for this account" in response.content.decode()
     assert "_auth_user_id" not in client.session
+
+
+def test_a_store_that_cannot_be_reached_lets_sign_in_through(person, address, settings, caplog):
+    """Fail open, loudly: nothing listens on port 1, so every take raises a connection error."""
+    settings.EVALSITE_RATELIMIT_URL = "redis://127.0.0.1:1/0"
+    response, signed_in = sign_in(person.username, PASSWORD, address)
+    assert signed_in and response.status_code == 302
+    assert "sign-in limiter unavailable" in caplog.text
