@@ -105,3 +105,31 @@ def test_a_team_under_its_share_claims_while_another_team_fills_the_claim_room()
         waiting.join()
     finally:
         judge_runtime.limit_calls(None)
+
+
+def test_a_stopping_worker_hands_its_parked_evaluations_back_to_the_broker(
+    make_rubric, make_run, team
+):
+    from evalsite.celery import _hand_back_parked
+    from runs import fair_worker
+    from runs.models import Evaluation
+
+    rubric = make_rubric()
+    ids = [str(Evaluation.objects.get(run=make_run(rubric=rubric.slug)).id) for _ in range(2)]
+    Evaluation.objects.filter(id__in=ids).update(enqueued_at=None)
+    fair_worker.share_threads(2, reserve=1)  # one thread per team
+    work = Blocking(hold={str(team.pk)})
+    try:
+        busy = _in_thread(lambda: fair_worker.run_fairly(str(team.pk), ["running"], work))
+        assert work.started.acquire(timeout=5)
+        assert fair_worker.run_fairly(str(team.pk), ids, work) is None  # parked
+
+        _hand_back_parked()
+
+        assert Evaluation.objects.filter(id__in=ids, enqueued_at__isnull=False).count() == 2
+        assert fair_worker.close() == [], "nothing is left parked"
+    finally:
+        work.release.set()
+        busy.join(5)
+        fair_worker.share_threads(None)
+    assert [unit for _, unit in work.ran] == [["running"]], "the parked ones did not run here"
