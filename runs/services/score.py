@@ -5,6 +5,7 @@ of web processes; each poll is one small COUNT query."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -20,6 +21,8 @@ from ..payloads import RunPayload
 from ..ratelimit import backend
 from ..selectors import evaluations_for_run, evaluations_pending
 from .ingest import RunValidationError, run_ingest
+
+logger = logging.getLogger(__name__)
 
 # The first polls come quickly (a fast judge answers in well under a second), later ones less
 # often so a long wait costs few queries.
@@ -45,19 +48,33 @@ class ScoreBusy(Exception):
 def score_waiting_slot(*, team: Team, timeout: float) -> Iterator[None]:
     """Hold one of the team's EVALSITE_SCORE_MAX_WAITING places for a waiting score call
     (shared by every web process; a place whose process died frees itself after the wait's
-    ``timeout``). Raises ScoreBusy, storing nothing, when all are taken; 0 turns the cap off."""
+    ``timeout``). Raises ScoreBusy, storing nothing, when all are taken; 0 turns the cap off.
+    A store that cannot be reached lets the call through (logged), as the request limit does."""
     limit = settings.EVALSITE_SCORE_MAX_WAITING
-    if limit <= 0:
-        yield
-        return
     key = f"evalsite:score-waiting:{team.pk}"
-    token = backend().hold(key, limit, ttl=timeout + 30)
+    token = _hold(key, limit, ttl=timeout + 30) if limit > 0 else ""
     if token is None:
         raise ScoreBusy(limit)
     try:
         yield
     finally:
+        if token:
+            _release(key, token)
+
+
+def _hold(key: str, limit: int, ttl: float) -> str | None:
+    try:
+        return backend().hold(key, limit, ttl=ttl)
+    except Exception:  # noqa: BLE001 - fail open, loudly
+        logger.exception("rate-limit store unavailable; not capping waiting score calls")
+        return ""
+
+
+def _release(key: str, token: str) -> None:
+    try:
         backend().release(key, token)
+    except Exception:  # noqa: BLE001 - the place expires with its ttl anyway
+        logger.exception("could not give back a waiting score place; it expires on its own")
 
 
 class ScoreConflict(ValueError):

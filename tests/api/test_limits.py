@@ -125,3 +125,15 @@ def test_the_rescore_button_at_the_cap_says_which_limit_was_hit(
 
     assert RescoreBatch.objects.count() == 1
     assert b"EVALSITE_TEAM_MAX_ACTIVE_BATCHES" in response.content
+
+
+def test_an_unreachable_limit_store_lets_requests_through(api, make_rubric, settings, fake_judge):
+    """The limits protect the service; a store that is down must not take it down."""
+    settings.EVALSITE_RATELIMIT_URL = "redis://127.0.0.1:1/0"  # nothing listens there
+    settings.EVALSITE_API_RATE = 1
+    settings.EVALSITE_SCORE_MAX_WAITING = 1
+    body = run_payload(rubric=make_rubric().slug, timeout=0.2)
+
+    statuses = [api.post("/score", body).status_code for _ in range(3)]
+
+    assert set(statuses) <= {200, 202}
