@@ -97,3 +97,24 @@ def test_parked_evaluations_are_each_judged_once(
     assert set(Evaluation.objects.values_list("attempts", flat=True)) == {1}
     assert CriterionVerdict.objects.count() == 240 * 3
     assert fake_judge.stats()["completions"] == 240
+
+
+def test_a_new_run_is_taken_between_bulk_messages_not_after_them(
+    start_worker, transactional_db, fake_judge, make_rubric, make_run, other_team
+):
+    """The broker lanes alone (a worker of one thread, so no fair sharing of threads): team
+    B's 160 bulk runs (20 messages) are queued before team A's single run, yet the worker
+    takes turns between the lanes and judges A's run before most of B's."""
+    fake_judge.set_latency(0.05)
+    _bulk(other_team, make_rubric(team=other_team), 160, "b")
+    a_run = make_run(rubric=make_rubric().slug)
+
+    start_worker(concurrency=1, **_judge_env(fake_judge))
+    wait_for(
+        lambda: Evaluation.objects.filter(run=a_run, status=Status.SUCCEEDED).exists(),
+        timeout=60, message="team A's run to be judged",
+    )  # fmt: skip
+
+    b_done = Evaluation.objects.filter(team=other_team, status=Status.SUCCEEDED).count()
+    print(f"\nteam A's run judged after {b_done} of team B's 160 bulk evaluations")
+    assert b_done <= 32, "A's message was taken within the first few bulk messages"
