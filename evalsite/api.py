@@ -315,6 +315,7 @@ def on_unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
 
 api.add_router("/rubrics", "rubrics.api.router")
 api.add_router("/connections", "teams.api_connections.router")
+api.add_router("/team", "teams.api_team.router")
 api.add_router("", "runs.api.router")
 api.add_router("", "runs.api_rescore.router")
 api.add_router("", "reviews.api.router")

@@ -10,8 +10,10 @@ class Team(models.Model):
     slug = models.SlugField(max_length=60, unique=True)
     # Re-score batches estimated above this cost ask for confirmation in the UI.
     confirm_cost_above = models.DecimalField(max_digits=10, decimal_places=2, default=5)
-    # Signs batch webhooks (HMAC-SHA256).
-    webhook_secret = models.CharField(max_length=64, blank=True)
+    # Signs batch webhooks (HMAC-SHA256). Encrypted at rest (teams.crypto); an owner sees it
+    # once, when it is made (teams.services.team_webhook_secret_rotate).
+    webhook_secret_encrypted = models.TextField(blank=True)
+    webhook_secret_rotated_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

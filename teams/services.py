@@ -18,7 +18,7 @@ from pydantic_core import PydanticCustomError
 from runs.scoring.judge import BODY_PARAMS, connection_route_problem
 from runs.scoring.netguard import url_refusal
 
-from .crypto import secret_encrypt
+from .crypto import secret_decrypt, secret_encrypt
 from .models import ApiKey, JudgeConnection, Membership, Role, Team
 
 KEY_PREFIX = "es_"
@@ -31,10 +31,27 @@ def hash_api_key(raw: str) -> str:
 
 def team_create(*, name: str, slug: str, owner: User | None = None) -> Team:
     with transaction.atomic():
-        team = Team.objects.create(name=name, slug=slug, webhook_secret=secrets.token_hex(32))
+        team = Team.objects.create(
+            name=name, slug=slug, webhook_secret_encrypted=secret_encrypt(secrets.token_hex(32))
+        )
         if owner is not None:
             Membership.objects.create(team=team, user=owner, role=Role.OWNER)
     return team
+
+
+def team_webhook_secret(*, team: Team) -> str:
+    """The secret that signs the team's webhooks (decrypted; never shown on a page)."""
+    return secret_decrypt(team.webhook_secret_encrypted)
+
+
+def team_webhook_secret_rotate(*, team: Team) -> str:
+    """Replace the webhook signing secret and return the new one: the only time anyone sees
+    it. Deliveries signed from now on use it."""
+    raw = secrets.token_hex(32)
+    team.webhook_secret_encrypted = secret_encrypt(raw)
+    team.webhook_secret_rotated_at = timezone.now()
+    team.save(update_fields=["webhook_secret_encrypted", "webhook_secret_rotated_at"])
+    return raw
 
 
 def membership_set(*, team: Team, user: User, role: str) -> Membership:

@@ -9,6 +9,7 @@ urlpatterns = [
     path("team/settings/", views.team_settings_save, name="team_settings_save"),
     path("team/keys/", views.api_key_new, name="api_key_new"),
     path("team/keys/<uuid:key_id>/revoke/", views.api_key_revoke_view, name="api_key_revoke"),
+    path("team/webhook-secret/", views.webhook_secret_rotate, name="webhook_secret_rotate"),
     path("team/connections/", views.connection_new, name="connection_new"),
     path("team/connections/<uuid:connection_id>/", views.connection_edit, name="connection_edit"),
     path(

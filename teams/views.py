@@ -35,6 +35,7 @@ from .services import (
     connection_delete,
     connection_update,
     team_update_settings,
+    team_webhook_secret_rotate,
 )
 
 
@@ -158,7 +159,7 @@ def _settings_page(request: HttpRequest, *, status: int = 200, **context: Any) -
     )
     context["keys"] = api_keys_list(team=team).select_related("created_by")
     response = render(request, "teams/settings.html", context, status=status)
-    if "new_key" in context or "new_connection" in context:
+    if context.keys() & {"new_key", "new_connection", "new_webhook_secret"}:
         add_never_cache_headers(response)  # the secret is shown once and must not be cached
     return response
 
@@ -208,6 +209,15 @@ def api_key_revoke_view(request: HttpRequest, key_id: Any) -> HttpResponse:
     api_key_revoke(key=key)
     messages.success(request, f"Key “{key.name}” revoked: requests with it now get 401.")
     return redirect("team_settings")
+
+
+@owner_required
+@require_POST
+def webhook_secret_rotate(request: HttpRequest) -> HttpResponse:
+    """Make a new webhook signing secret and show it on this response only (it is stored
+    encrypted and never shown again)."""
+    raw = team_webhook_secret_rotate(team=request.team)  # type: ignore[attr-defined]
+    return _settings_page(request, new_webhook_secret=raw)
 
 
 @owner_required

@@ -31,6 +31,7 @@ from django.utils import timezone
 
 from runs.scoring.netguard import url_refusal
 from runs.scoring.redact import new_ref, tenant_error
+from teams.services import team_webhook_secret
 
 from ..models import RescoreBatch
 
@@ -100,7 +101,7 @@ def batch_webhook_deliver(*, batch_id: Any) -> bool:
         "X-Evalsite-Event": "batch.finished",
         "X-Evalsite-Delivery": str(batch.pk),
         "X-Evalsite-Signature": webhook_signature(
-            secret=batch.team.webhook_secret, body=body, timestamp=int(time.time())
+            secret=team_webhook_secret(team=batch.team), body=body, timestamp=int(time.time())
         ),
     }
     RescoreBatch.objects.filter(pk=batch.pk).update(webhook_attempts=F("webhook_attempts") + 1)

@@ -12,6 +12,7 @@ from django.utils import timezone
 from runs.models import RescoreBatch
 from runs.services.rescore import RescoreScope, batch_create
 from runs.services.rescore_webhook import webhook_signature, webhook_verify
+from teams.services import team_webhook_secret_rotate
 from tests.conftest import wait_for
 
 pytestmark = pytest.mark.worker
@@ -62,6 +63,7 @@ def test_a_finished_batch_calls_its_webhook_signed_once_and_retries_after_a_fail
     worker, make_rubric, make_run, team, receiver
 ):
     hook = receiver([500])
+    secret = team_webhook_secret_rotate(team=team)  # what the owner is shown, once
     rubric = make_rubric()
     run = make_run(output="Refund for order number 7, thanks")  # no rubric: nothing pending
 
@@ -77,9 +79,7 @@ def test_a_finished_batch_calls_its_webhook_signed_once_and_retries_after_a_fail
     assert len(hook.requests) == 2 and batch.webhook_attempts == 2 and batch.webhook_error == ""
     (first_headers, first_body), (headers, body) = hook.requests
     assert headers["X-Evalsite-Delivery"] == first_headers["X-Evalsite-Delivery"] == str(batch.pk)
-    assert webhook_verify(
-        secret=team.webhook_secret, body=body, header=headers["X-Evalsite-Signature"]
-    )
+    assert webhook_verify(secret=secret, body=body, header=headers["X-Evalsite-Signature"])
     assert not webhook_verify(
         secret="not-the-secret", body=body, header=headers["X-Evalsite-Signature"]
     )
