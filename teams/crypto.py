@@ -59,3 +59,13 @@ def _decrypt(fernet: MultiFernet, ciphertext: str) -> str:
         raise SecretUnreadable(
             "the stored key cannot be decrypted with this deployment's EVALSITE_SECRETS_KEY"
         ) from None
+
+
+def secret_reencrypt(ciphertext: str) -> str:
+    """The same secret encrypted with the first configured key (after a key rotation)."""
+    try:
+        return _current().rotate(ciphertext.encode()).decode()
+    except InvalidToken:
+        raise SecretUnreadable(
+            "the stored key cannot be decrypted with this deployment's EVALSITE_SECRETS_KEY"
+        ) from None

@@ -18,7 +18,7 @@ from pydantic_core import PydanticCustomError
 from runs.scoring.judge import BODY_PARAMS, connection_route_problem
 from runs.scoring.netguard import url_refusal
 
-from .crypto import secret_decrypt, secret_encrypt
+from .crypto import SecretUnreadable, secret_decrypt, secret_encrypt, secret_reencrypt
 from .models import ApiKey, JudgeConnection, Membership, Role, Team
 
 KEY_PREFIX = "es_"
@@ -52,6 +52,28 @@ def team_webhook_secret_rotate(*, team: Team) -> str:
     team.webhook_secret_rotated_at = timezone.now()
     team.save(update_fields=["webhook_secret_encrypted", "webhook_secret_rotated_at"])
     return raw
+
+
+def secrets_reencrypt() -> tuple[int, int]:
+    """Re-encrypt every stored secret (connection keys, webhook secrets) with the first key of
+    EVALSITE_SECRETS_KEY; (re-encrypted, unreadable). Run after putting a new key first."""
+    done = unreadable = 0
+    rows = [
+        *((c, "key_ciphertext") for c in JudgeConnection.objects.exclude(key_ciphertext="")),
+        *(
+            (t, "webhook_secret_encrypted")
+            for t in Team.objects.exclude(webhook_secret_encrypted="")
+        ),
+    ]
+    for row, field in rows:
+        try:
+            setattr(row, field, secret_reencrypt(getattr(row, field)))
+        except SecretUnreadable:
+            unreadable += 1
+            continue
+        row.save(update_fields=[field])
+        done += 1
+    return done, unreadable
 
 
 def membership_set(*, team: Team, user: User, role: str) -> Membership:
