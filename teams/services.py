@@ -131,20 +131,19 @@ class ConnectionInUse(Exception):
 
 def cap_timeout(value: float | None) -> float | None:
     """A judge timeout within EVALSITE_JUDGE_MAX_TIMEOUT (for rubrics and connections)."""
-    cap = settings.EVALSITE_JUDGE_MAX_TIMEOUT
-    if value is not None and value > cap:
-        raise PydanticCustomError(
-            "judge_cap", "at most {cap} seconds (EVALSITE_JUDGE_MAX_TIMEOUT)", {"cap": f"{cap:g}"}
-        )
-    return value
+    return _capped(value, "EVALSITE_JUDGE_MAX_TIMEOUT", "seconds", "{:g}")
 
 
 def cap_tokens(value: int | None) -> int | None:
     """A judge token limit within EVALSITE_JUDGE_MAX_TOKENS (for rubrics and connections)."""
-    cap = settings.EVALSITE_JUDGE_MAX_TOKENS
+    return _capped(value, "EVALSITE_JUDGE_MAX_TOKENS", "tokens", "{:,}")
+
+
+def _capped(value: Any, setting: str, unit: str, shown: str) -> Any:
+    cap = getattr(settings, setting)
     if value is not None and value > cap:
         raise PydanticCustomError(
-            "judge_cap", "at most {cap} tokens (EVALSITE_JUDGE_MAX_TOKENS)", {"cap": f"{cap:,}"}
+            "judge_cap", f"at most {{cap}} {unit} ({setting})", {"cap": shown.format(cap)}
         )
     return value
 

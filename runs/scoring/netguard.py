@@ -103,36 +103,42 @@ def url_refusal(url: str, *, resolve: bool, allow_private: bool = False) -> str 
     looked up and every address it has is checked; without, only its text (literal addresses,
     local names). ``allow_private`` (a deployment setting) lets private addresses through; the
     URL's shape is checked all the same."""
-    refusal, host, literal = _shape_refusal(url)
-    if refusal is not None or allow_private:
+    decided, refusal, host = _without_lookup(url, allow_private)
+    if decided or not resolve:
         return refusal
-    if literal is not None:
-        return address_refusal(literal)
-    if (named := _named_refusal(host)) is not None:
-        return named
-    if not resolve:
-        return None
     try:
         infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
     except OSError as exc:
-        return f"host {host} does not resolve ({exc.strerror or exc})"
+        return _unresolved(host, exc)
     return _first_refusal(infos)
 
 
 async def url_refusal_async(url: str, *, allow_private: bool = False) -> str | None:
     """``url_refusal(url, resolve=True)`` without blocking the event loop."""
-    refusal, host, literal = _shape_refusal(url)
-    if refusal is not None or allow_private:
+    decided, refusal, host = _without_lookup(url, allow_private)
+    if decided:
         return refusal
-    if literal is not None:
-        return address_refusal(literal)
-    if (named := _named_refusal(host)) is not None:
-        return named
     try:
         infos = await asyncio.get_running_loop().getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
     except OSError as exc:
-        return f"host {host} does not resolve ({exc.strerror or exc})"
+        return _unresolved(host, exc)
     return _first_refusal(infos)
+
+
+def _without_lookup(url: str, allow_private: bool) -> tuple[bool, str | None, str]:
+    """What the URL's text alone decides: (decided, refusal, host). Not decided means the
+    host's addresses must be looked up and checked."""
+    refusal, host, literal = _shape_refusal(url)
+    if refusal is not None or allow_private:
+        return True, refusal, host
+    if literal is not None:
+        return True, address_refusal(literal), host
+    named = _named_refusal(host)
+    return named is not None, named, host
+
+
+def _unresolved(host: str, exc: OSError) -> str:
+    return f"host {host} does not resolve ({exc.strerror or exc})"
 
 
 def _first_refusal(infos: list) -> str | None:

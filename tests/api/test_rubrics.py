@@ -207,3 +207,20 @@ def test_viewers_and_keys_of_other_teams_change_nothing(api, other_api, make_rub
     rubric = make_rubric()
     other_api.put(f"/rubrics/{rubric.slug}/criteria", {"criteria": "- hijacked"})
     assert Rubric.objects.get(pk=rubric.pk).current_version.number == 1
+
+
+def test_judge_limits_above_the_deployment_caps_are_a_422_naming_field_and_cap(
+    api, make_rubric, settings
+):
+    settings.EVALSITE_JUDGE_MAX_TIMEOUT = 90
+    settings.EVALSITE_JUDGE_MAX_TOKENS = 4000
+    rubric = make_rubric()
+
+    slow = api.patch(f"/rubrics/{rubric.slug}", {"judge_params": {"timeout": 600}})
+    long = api.patch(f"/rubrics/{rubric.slug}", {"judge_params": {"max_tokens": 50_000}})
+    within = api.patch(f"/rubrics/{rubric.slug}", {"judge_params": {"timeout": 90}})
+
+    assert (slow.status_code, long.status_code, within.status_code) == (422, 422, 200)
+    assert field_locs(slow) == [["body", "payload", "judge_params", "timeout"]]
+    assert "at most 90 seconds (EVALSITE_JUDGE_MAX_TIMEOUT)" in slow.json()["detail"][0]["msg"]
+    assert "at most 4,000 tokens (EVALSITE_JUDGE_MAX_TOKENS)" in long.json()["detail"][0]["msg"]
