@@ -11,7 +11,8 @@ flight:
            the same with the fast path switched off (ablation: what `_fast_path` buys)
 
 and prints calls/s, efficiency = ideal time (N × L / C) / measured time, and the client
-process's CPU time per call (the figure least disturbed by other load on the machine).
+process's CPU time per call (the figure least disturbed by other load on the machine), with the
+machine's load average before and after, so figures taken under outside load can be told apart.
 
     .venv/bin/python bench/judge_overhead.py --calls 2000 --concurrency 32 --latency 0.2
 """
@@ -49,6 +50,10 @@ def wait_port(port: int, timeout: float = 20) -> None:
                 return
         time.sleep(0.05)
     raise SystemExit(f"fake judge did not start on port {port}")
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg()) + f" ({os.cpu_count()} CPUs)"
 
 
 def prompt(i: int) -> list[dict]:
@@ -199,6 +204,7 @@ def main() -> None:
         print(
             f"N={args.calls} calls, C={args.concurrency} in flight, L={args.latency * 1000:.0f} ms, ideal {ideal:.2f} s"
         )
+        print(f"load average before: {load_average()}")
         modes = args.modes.split(",")
         runs: dict[str, list[tuple[float, float]]] = {m: [] for m in modes}
         for _ in range(args.repeat):  # interleaved, so a burst of outside load hits every mode
@@ -211,6 +217,7 @@ def main() -> None:
                 f"{mode:>20}: {elapsed:6.2f} s  {args.calls / elapsed:7.1f} calls/s  "
                 f"efficiency {ideal / elapsed:.2f}  client CPU {cpu / args.calls * 1000:.2f} ms/call"
             )
+        print(f"load average after: {load_average()}")
     finally:
         server.terminate()
         server.wait(10)
