@@ -113,6 +113,32 @@ def test_failure_rates_list_the_most_failed_criterion_first(owner, reviewed):
     assert "100.0%" in response.content.decode() and "50.0%" in response.content.decode()
 
 
+def test_an_htmx_request_for_the_failure_table_answers_with_the_table_partial(owner, reviewed):
+    rubric, _ = reviewed
+
+    response = signed_in(owner).get(
+        reverse("failures"),
+        {"rubric": str(rubric.id), "version": 1, "partial": "table"},
+        HTTP_HX_REQUEST="true",
+    )
+
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert page.lstrip().startswith('<div class="card" id="failure-table">')
+    assert "<html" not in page and "Failed criteria</h1>" not in page
+    assert page.count('<a class="btn btn-sm"') == 3 and "100.0%" in page and "50.0%" in page
+
+
+def test_an_htmx_request_for_the_failure_table_without_a_rubric_answers_the_empty_card(owner):
+    response = signed_in(owner).get(
+        reverse("failures"), {"partial": "table"}, HTTP_HX_REQUEST="true"
+    )
+
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "<html" not in page and "No rubric with criteria yet" in page
+
+
 def test_the_failures_page_runs_the_same_queries_for_few_or_many_runs(owner, reviewed, make_run):
     rubric, _ = reviewed
     client = signed_in(owner)
