@@ -50,7 +50,3 @@ def _freeze_startup_objects(**_: object) -> None:
     """
     gc.collect()
     gc.freeze()
-    import sys
-
-    if os.environ.get("XP_SWITCH"):
-        sys.setswitchinterval(float(os.environ["XP_SWITCH"]))

@@ -2,7 +2,8 @@
 
 Locally (no variables set) the site runs on a SQLite file and a filesystem Celery broker under
 ``EVALSITE_DATA_DIR`` (default ``./data``): nothing to install. Production sets ``DATABASE_URL``
-(PostgreSQL), ``CELERY_BROKER_URL`` (Redis), ``SECRET_KEY``, ``ALLOWED_HOSTS`` and ``DEBUG=0``.
+(PostgreSQL), ``CELERY_BROKER_URL`` (Redis), ``SECRET_KEY`` and ``ALLOWED_HOSTS``; ``DEBUG`` is off
+unless ``DEBUG=1`` (``make run`` and the test settings set it).
 """
 
 import os
@@ -34,11 +35,15 @@ def env_float(name: str, default: float) -> float:
     return float(value) if value not in (None, "") else default
 
 
-DEBUG = env_bool("DEBUG", default="SECRET_KEY" not in os.environ)
+# Off unless the environment asks (DEBUG=1): `make run` (scripts/run) and the test settings do.
+DEBUG = env_bool("DEBUG", default=False)
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
     if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set. Set SECRET_KEY in production, or DEBUG=1 for local "
+            "development (make run does) to use a development key."
+        )
     SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production"  # noqa: S105
 
 ALLOWED_HOSTS = [h.strip() for h in os.environ.get("ALLOWED_HOSTS", "").split(",") if h.strip()]
@@ -181,7 +186,7 @@ CELERY_TASK_ALWAYS_EAGER = False
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_TASK_IGNORE_RESULT = True
-CELERY_WORKER_PREFETCH_MULTIPLIER = int(os.environ.get("XP_PREFETCH", "1"))
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_PUBLISH_RETRY = True
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5}

@@ -17,6 +17,10 @@ RUN_ID = os.environ.setdefault("EVALSITE_TEST_RUN_ID", str(os.getpid()))
 os.environ.setdefault("EVALSITE_WEBHOOK_ALLOW_PRIVATE", "1")
 os.environ.setdefault("EVALSITE_DATA_DIR", str(_ROOT / RUN_ID))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# As before DEBUG became opt-in: the suite (and the workers it starts) runs with the development
+# settings (development key, plain static storage, cookies over http for the live server).
+if not os.environ.get("SECRET_KEY"):
+    os.environ.setdefault("DEBUG", "1")
 
 
 def _remove_stale_sessions() -> None:
