@@ -1,0 +1,50 @@
+"""The README cannot drift from the code: every EVALSITE_* setting is in its configuration
+tables, and its layout section shows every app."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from django.conf import settings
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+
+
+def table_names(markdown: str) -> set[str]:
+    """The names in backticks in the first cell of every table row."""
+    names: set[str] = set()
+    for line in markdown.splitlines():
+        if line.startswith("| `"):
+            first_cell = line.split("|")[1]
+            names.update(re.findall(r"`([A-Z][A-Z0-9_]*)`", first_cell))
+    return names
+
+
+def layout_section(markdown: str) -> str:
+    return markdown.split("## Project layout", 1)[1].split("\n## ", 1)[0]
+
+
+def test_every_evalsite_setting_is_in_the_readmes_configuration_tables():
+    source = (ROOT / "evalsite" / "settings.py").read_text()
+    names = set(re.findall(r"\bEVALSITE_[A-Z0-9_]+\b", source))
+
+    assert len(names) > 40  # the scan found the settings
+    assert sorted(names - table_names(README)) == []
+
+
+def test_the_table_scan_would_notice_a_setting_missing_from_the_readme():
+    tables = "| variable | meaning |\n| --- | --- |\n| `EVALSITE_A`, `EVALSITE_B` | x |\n"
+
+    assert table_names(tables) == {"EVALSITE_A", "EVALSITE_B"}
+    assert "EVALSITE_C" not in table_names(tables + "`EVALSITE_C` in prose only\n")
+
+
+def test_the_readme_layout_shows_every_app():
+    apps = [app for app in settings.INSTALLED_APPS if (ROOT / app / "apps.py").exists()]
+    layout = layout_section(README)
+
+    assert {"teams", "rubrics", "runs", "reviews"} <= set(apps)
+    for folder in [*apps, "evalsite", "runs/scoring", "templates", "static", "tests", "bench"]:
+        assert re.search(rf"^{re.escape(folder)}/ ", layout, re.M), folder
