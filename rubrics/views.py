@@ -15,7 +15,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
-from runs.scoring import count_criteria, parse_criteria
+from runs.scoring.text import count_criteria, parse_criteria
+from runs.selectors import rubric_stats
 from teams.access import editor_required, team_object_or_404, team_required
 from teams.models import Membership, Team
 from teams.selectors import judge_connections_list
@@ -64,7 +65,7 @@ def redirect_after_post(request: TeamRequest, url: str) -> HttpResponse:
 @team_required
 @require_GET
 def rubric_list(request: TeamRequest) -> HttpResponse:
-    rows = selectors.rubric_rows(team=request.team)
+    rows = rubric_stats.rubric_rows(team=request.team)
     return render(request, "rubrics/rubric_list.html", {"rows": rows})
 
 
@@ -131,7 +132,7 @@ def _rubric(request: TeamRequest, rubric_id: Any) -> Rubric:
     )
 
 
-def _diff_numbers(request: TeamRequest, versions: list[selectors.VersionRow]) -> tuple[int, int]:
+def _diff_numbers(request: TeamRequest, versions: list[rubric_stats.VersionRow]) -> tuple[int, int]:
     """The two versions to compare: from the query, else the previous and current one."""
     numbers = [v.version.number for v in versions]
     default_new = numbers[0] if numbers else 0
@@ -151,7 +152,7 @@ def _int(value: Any, default: int) -> int:
 def _editor_context(request: TeamRequest, rubric: Rubric, **overrides: Any) -> dict[str, Any]:
     """Everything the editor page shows; a fixed number of queries."""
     current = selectors.version_criteria(version_id=rubric.current_version_id)
-    versions = selectors.rubric_versions(rubric=rubric)
+    versions = rubric_stats.rubric_versions(rubric=rubric)
     old, new = _diff_numbers(request, versions)
     diff = selectors.rubric_version_diff(rubric=rubric, old_number=old, new_number=new)
     context: dict[str, Any] = {
@@ -162,7 +163,7 @@ def _editor_context(request: TeamRequest, rubric: Rubric, **overrides: Any) -> d
         "diff_new": new,
         "diff_changes": [e for e in diff if e.kind != "unchanged"],
         "diff_unchanged": sum(1 for e in diff if e.kind == "unchanged"),
-        "try_runs": selectors.rubric_try_runs(rubric=rubric),
+        "try_runs": rubric_stats.rubric_try_runs(rubric=rubric),
         "formset": draft_formset(draft_rows_from_version(current)),
         "meta": DraftMetaForm(),
         "settings_form": RubricSettingsForm.for_rubric(
@@ -285,7 +286,7 @@ def rubric_try_view(request: TeamRequest, rubric_id: Any) -> HttpResponse:
     rubric = _rubric(request, rubric_id)
     formset, meta, rows = _posted_draft(request)
     criteria, _ = draft_criteria(rows)
-    run = selectors.rubric_try_run(rubric=rubric, run_id=request.POST.get("try_run"))
+    run = rubric_stats.rubric_try_run(rubric=rubric, run_id=request.POST.get("try_run"))
     if run is None:
         outcome = None
         error = "Pick a run to try the draft on."
@@ -356,7 +357,9 @@ def failures(request: TeamRequest) -> HttpResponse:
             versions=RubricVersion.objects.filter(rubric=rubric)
             .order_by("-number")
             .only("id", "number"),
-            rows=selectors.rubric_failure_rates(rubric=rubric, version=version) if version else [],
+            rows=rubric_stats.rubric_failure_rates(rubric=rubric, version=version)
+            if version
+            else [],
         )
     template = "rubrics/failures.html"
     if request.htmx and request.GET.get("partial") == "table":
@@ -373,7 +376,7 @@ def failures_walk(request: TeamRequest, rubric_id: Any, key: str) -> HttpRespons
     criterion = Criterion.objects.filter(version=version, key=key).first() if version else None
     if criterion is None:
         raise Http404("No such criterion in this version")
-    step = selectors.failing_runs_walk(
+    step = rubric_stats.failing_runs_walk(
         rubric=rubric, criterion=criterion, run_id=_uuid(request.GET.get("run"))
     )
     if step is None and request.GET.get("run"):

@@ -1,0 +1,175 @@
+"""The run page and the home page's charts (runs/views.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.db.models import Count, F, Sum
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from rubrics.models import Rubric
+from teams.models import Team
+
+from ..models import (
+    AgentRun,
+    AlignmentBreakdown,
+    CriterionVerdict,
+    Evaluation,
+    Status,
+)
+from .runs import run_get
+
+
+@dataclass
+class RunDetail:
+    """Everything the run page shows. ``rubric_eval`` / ``alignment_eval`` are the evaluations
+    on display (the current ones unless another was picked); ``others`` are the rest."""
+
+    run: AgentRun
+    evaluations: list[Evaluation]
+    rubric_eval: Evaluation | None
+    alignment_eval: Evaluation | None
+    verdicts: list[CriterionVerdict]
+    perspectives: list[AlignmentBreakdown]
+
+    @property
+    def others(self) -> list[Evaluation]:
+        shown = {e.pk for e in (self.rubric_eval, self.alignment_eval) if e is not None}
+        return [e for e in self.evaluations if e.pk not in shown]
+
+
+def run_detail(*, team: Team, run_id: Any, evaluation_id: Any = None) -> RunDetail | None:
+    """The run page: the run, all its evaluations (newest first) and, for the ones on
+    display, verdicts, alignment rows and the judge calls. Five queries."""
+    run = run_get(team=team, run_id=run_id)
+    if run is None:
+        return None
+    evaluations = list(
+        Evaluation.objects.filter(run=run)
+        .select_related("rubric", "rubric_version", "batch")
+        .defer("calls")
+        .order_by("-created_at")
+    )
+    picked = next((e for e in evaluations if str(e.pk) == str(evaluation_id)), None)
+    rubric_eval = _shown(evaluations, "rubric", picked, run.rubric_id)
+    alignment_eval = _shown(evaluations, "alignment", picked, run.rubric_id)
+    shown = [e.pk for e in (rubric_eval, alignment_eval) if e is not None]
+    calls = dict(Evaluation.objects.filter(pk__in=shown).values_list("pk", "calls"))
+    for e in (rubric_eval, alignment_eval):
+        if e is not None:
+            e.calls = calls.get(e.pk) or []
+    verdicts = (
+        list(CriterionVerdict.objects.filter(evaluation=rubric_eval).order_by("position"))
+        if rubric_eval
+        else []
+    )
+    # The user perspective first: it carries the larger share of a "both" score.
+    perspectives = (
+        list(AlignmentBreakdown.objects.filter(evaluation=alignment_eval).order_by("-perspective"))
+        if alignment_eval
+        else []
+    )
+    return RunDetail(run, evaluations, rubric_eval, alignment_eval, verdicts, perspectives)
+
+
+def _shown(
+    evaluations: list[Evaluation], kind: str, picked: Evaluation | None, rubric_id: Any
+) -> Evaluation | None:
+    """The picked evaluation when it is of this kind; else the current one (preferring the
+    run's own rubric); else the newest of the kind (still queued, or failed)."""
+    if picked is not None and picked.kind == kind:
+        return picked
+    of_kind = [e for e in evaluations if e.kind == kind]
+    current = [e for e in of_kind if e.is_current]
+    preferred = [e for e in current if e.rubric_id == rubric_id] or current
+    candidates = preferred or of_kind
+    return candidates[0] if candidates else None
+
+
+@dataclass
+class HomeOverview:
+    days: list[Any]
+    pass_rates: list[dict[str, Any]]  # {"name", "id", "points": {day: (passed, judged)}}
+    bands: list[tuple[str, int]]
+    statuses: list[tuple[str, int]]
+    usage: dict[Any, dict[str, Any]]  # day -> {"tokens", "cost", "calls"}
+    runs_total: int
+    judged_total: int
+    passed_total: int
+
+
+BANDS = ("excellent", "very good", "good", "moderate", "poor", "very poor")
+
+
+def home_overview(*, team: Team, days: int = 30) -> HomeOverview:
+    """The home page's charts over the last ``days`` days, bucketed by UTC day: one grouped
+    query over runs, one over evaluations (both index-only on PostgreSQL, see the
+    run_team_day_result and eval_team_day_usage indexes), one for rubric names."""
+    today = timezone.now().astimezone(UTC).date()
+    day_list = [today - timedelta(days=i) for i in range(days - 1, -1, -1)]
+    since = datetime.combine(day_list[0], datetime.min.time(), tzinfo=UTC)
+    run_rows = (
+        AgentRun.objects.filter(team=team, created_at__gte=since)
+        .annotate(day=TruncDate("created_at", tzinfo=UTC))
+        .values("rubric_id", "day", "passed")
+        .annotate(n=Count("created_at"))
+        .order_by()
+    )
+    eval_rows = (
+        Evaluation.objects.filter(team=team, created_at__gte=since)
+        .annotate(day=TruncDate("created_at", tzinfo=UTC))
+        .values("day", "kind", "status", "is_current", "band")
+        .annotate(
+            n=Count("created_at"),
+            tokens=Sum(F("prompt_tokens") + F("completion_tokens")),
+            cost=Sum("cost"),
+            calls=Sum("judge_calls"),
+        )
+        .order_by()
+    )
+    overview = HomeOverview(day_list, [], [], [], {}, 0, 0, 0)
+    series = _pass_rate_series(overview, [dict(r) for r in run_rows])
+    names = dict(Rubric.objects.filter(id__in=list(series)).values_list("id", "name"))
+    overview.pass_rates = sorted(
+        ({"id": k, "name": names.get(k, "?"), "points": v} for k, v in series.items()),
+        key=lambda s: s["name"],
+    )
+    _evaluation_totals(overview, [dict(r) for r in eval_rows])
+    return overview
+
+
+def _pass_rate_series(overview: HomeOverview, rows: list[dict[str, Any]]) -> dict[Any, dict]:
+    """Fill the run totals; return {rubric id: {day: (passed, judged)}}."""
+    series: dict[Any, dict] = {}
+    for row in rows:
+        overview.runs_total += row["n"]
+        if row["passed"] is None:
+            continue
+        overview.judged_total += row["n"]
+        overview.passed_total += row["n"] if row["passed"] else 0
+        if row["rubric_id"] is not None:
+            passed, judged = series.setdefault(row["rubric_id"], {}).get(row["day"], (0, 0))
+            series[row["rubric_id"]][row["day"]] = (
+                passed + (row["n"] if row["passed"] else 0),
+                judged + row["n"],
+            )
+    return series
+
+
+def _evaluation_totals(overview: HomeOverview, rows: list[dict[str, Any]]) -> None:
+    statuses = dict.fromkeys(Status.values, 0)
+    bands = dict.fromkeys(BANDS, 0)
+    for row in rows:
+        statuses[row["status"]] = statuses.get(row["status"], 0) + row["n"]
+        if row["kind"] == "alignment" and row["is_current"] and row["band"] in bands:
+            bands[row["band"]] += row["n"]
+        day = overview.usage.setdefault(row["day"], {"tokens": 0, "cost": None, "calls": 0})
+        day["tokens"] += row["tokens"] or 0
+        day["calls"] += row["calls"] or 0
+        if row["cost"] is not None:
+            day["cost"] = (day["cost"] or 0.0) + row["cost"]
+    overview.statuses = list(statuses.items())
+    overview.bands = list(bands.items())
