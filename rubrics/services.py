@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 from django.utils.text import slugify
 from pydantic import ValidationError
 
-from runs.scoring import AlignmentWeights, coerce_criteria, count_criteria
+from evalsite.errors import FieldErrors
+from runs.scoring import AlignmentWeights
 from runs.scoring import Criterion as CriterionSpec
-from runs.scoring.redact import tenant_error
+from runs.scoring.text import coerce_criteria, count_criteria
 from teams.models import Team
 
 from .judging import JudgeParams, judge_choice_errors
@@ -22,12 +24,8 @@ from .models import AlignmentMode, Criterion, Rubric, RubricVersion, Strategy
 __all__ = ["JudgeParams"]  # re-exported: the API's input schema
 
 
-class RubricValidationError(ValueError):
+class RubricValidationError(FieldErrors):
     """Invalid rubric input; ``errors`` maps each field name to a message a person can act on."""
-
-    def __init__(self, errors: dict[str, str]) -> None:
-        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
-        self.errors = errors
 
 
 @dataclass(frozen=True)
@@ -325,71 +323,7 @@ def rubric_set_criteria(
 
 
 def rubric_archive(*, rubric: Rubric) -> Rubric:
-    from django.utils import timezone
-
     if rubric.archived_at is None:
         rubric.archived_at = timezone.now()
         rubric.save(update_fields=["archived_at", "updated_at"])
     return rubric
-
-
-@dataclass(frozen=True)
-class TryOutcome:
-    """The editor's "try it" result: the scorer's result, or the judge's error message."""
-
-    result: Any = None
-    error: str = ""
-
-    @property
-    def tokens(self) -> int:
-        calls = getattr(self.result, "calls", None) or []
-        return sum((c.prompt_tokens or 0) + (c.completion_tokens or 0) for c in calls)
-
-    @property
-    def cost(self) -> float | None:
-        costs = [c.cost for c in getattr(self.result, "calls", None) or [] if c.cost is not None]
-        return sum(costs) if costs else None
-
-    @property
-    def latency_ms(self) -> float | None:
-        calls = getattr(self.result, "calls", None) or []
-        return sum(c.latency_ms for c in calls) if calls else None
-
-
-def rubric_try(*, rubric: Rubric, criteria: Sequence[CriterionInput], run: Any) -> TryOutcome:
-    """Score one stored run with draft criteria and the rubric's judge, saving nothing and
-    reusing no stored verdict (a try must show what the judge says now)."""
-    from runs.judge_runtime import run_judged
-    from runs.models import Evaluation
-    from runs.scoring import JudgeError, RubricScorer, ScoringInputError
-    from runs.services.evaluations import judge_config_for
-    from runs.services.execute import judge_for
-
-    criteria_validate(criteria)
-    # judge_for reads only the frozen judge config: the same judge a real evaluation gets.
-    judge = judge_for(Evaluation(judge_config=judge_config_for(rubric)))
-    specs = [
-        CriterionSpec(id=c.key or f"draft{i + 1}", description=c.description, required=c.required)
-        for i, c in enumerate(criteria)
-    ]
-    strategy: Literal["batched", "independent"] = (
-        "independent" if rubric.strategy == Strategy.INDEPENDENT else "batched"
-    )
-    scorer = RubricScorer(judge=judge, criteria=specs, scale=rubric.scale, strategy=strategy)
-    coroutine = scorer.ascore(
-        task=run.task_text,
-        output=run.output_text,
-        system=run.system_text or None,
-        request_context=run.request_context,
-        metadata=run.metadata,
-        input=run.input,
-        reuse={},
-    )
-    try:
-        return TryOutcome(
-            result=run_judged(coroutine, timeout=judge.timeout * (judge.retries + 2) + 5)
-        )
-    except (JudgeError, ScoringInputError) as exc:
-        return TryOutcome(error=tenant_error(str(exc)))
-    except TimeoutError:
-        return TryOutcome(error="the judge did not answer in time")

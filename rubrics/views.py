@@ -17,6 +17,7 @@ from django_htmx.middleware import HtmxDetails
 
 from runs.scoring.text import count_criteria, parse_criteria
 from runs.selectors import rubric_stats
+from runs.services.try_it import rubric_try
 from teams.access import editor_required, team_object_or_404, team_required
 from teams.models import Membership, Team
 from teams.selectors import judge_connections_list
@@ -41,7 +42,6 @@ from .services import (
     criteria_count_check,
     rubric_create,
     rubric_set_criteria,
-    rubric_try,
     rubric_update,
 )
 

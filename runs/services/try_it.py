@@ -1,0 +1,75 @@
+"""The rubric editor's "try it": draft criteria scored on one stored run, saving nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from rubrics.models import Rubric, Strategy
+from rubrics.services import CriterionInput, criteria_validate
+from runs.judge_runtime import run_judged
+from runs.scoring import Criterion as CriterionSpec
+from runs.scoring import JudgeError, RubricScorer, ScoringInputError
+from runs.scoring.redact import tenant_error
+
+from ..models import AgentRun, Evaluation
+from .evaluations import judge_config_for
+from .judges import judge_for
+
+
+@dataclass(frozen=True)
+class TryOutcome:
+    """The editor's "try it" result: the scorer's result, or the judge's error message."""
+
+    result: Any = None
+    error: str = ""
+
+    @property
+    def tokens(self) -> int:
+        calls = getattr(self.result, "calls", None) or []
+        return sum((c.prompt_tokens or 0) + (c.completion_tokens or 0) for c in calls)
+
+    @property
+    def cost(self) -> float | None:
+        costs = [c.cost for c in getattr(self.result, "calls", None) or [] if c.cost is not None]
+        return sum(costs) if costs else None
+
+    @property
+    def latency_ms(self) -> float | None:
+        calls = getattr(self.result, "calls", None) or []
+        return sum(c.latency_ms for c in calls) if calls else None
+
+
+def rubric_try(*, rubric: Rubric, criteria: Sequence[CriterionInput], run: AgentRun) -> TryOutcome:
+    """Score one stored run with draft criteria and the rubric's judge, saving nothing and
+    reusing no stored verdict (a try must show what the judge says now). Invalid criteria
+    raise rubrics.services.RubricValidationError."""
+    criteria_validate(criteria)
+    # judge_for reads only the frozen judge config: the same judge a real evaluation gets.
+    judge = judge_for(Evaluation(judge_config=judge_config_for(rubric)))
+    specs = [
+        CriterionSpec(id=c.key or f"draft{i + 1}", description=c.description, required=c.required)
+        for i, c in enumerate(criteria)
+    ]
+    strategy: Literal["batched", "independent"] = (
+        "independent" if rubric.strategy == Strategy.INDEPENDENT else "batched"
+    )
+    scorer = RubricScorer(judge=judge, criteria=specs, scale=rubric.scale, strategy=strategy)
+    coroutine = scorer.ascore(
+        task=run.task_text,
+        output=run.output_text,
+        system=run.system_text or None,
+        request_context=run.request_context,
+        metadata=run.metadata,
+        input=run.input,
+        reuse={},
+    )
+    try:
+        return TryOutcome(
+            result=run_judged(coroutine, timeout=judge.timeout * (judge.retries + 2) + 5)
+        )
+    except (JudgeError, ScoringInputError) as exc:
+        return TryOutcome(error=tenant_error(str(exc)))
+    except TimeoutError:
+        return TryOutcome(error="the judge did not answer in time")
