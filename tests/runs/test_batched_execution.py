@@ -8,7 +8,6 @@ judge calls in flight than its concurrency.
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 
 import pytest
@@ -94,10 +93,14 @@ def test_two_evaluations_of_one_run_written_together_leave_the_newer_current(
 
 def test_group_commit_writes_concurrent_jobs_together_and_answers_each_caller():
     seen: list[list[int]] = []
+    first_write = threading.Event()
+    others_queued = threading.Event()
 
     def write(jobs: list[int]) -> list[int]:
         seen.append(list(jobs))
-        time.sleep(0.05)  # a write long enough for the others to queue behind it
+        if len(seen) == 1:  # hold the first write until the others have queued behind it
+            first_write.set()
+            assert others_queued.wait(30), "the other jobs never queued"
         return [job * 10 for job in jobs]
 
     commits: GroupCommit[int, int] = GroupCommit(write)
@@ -106,14 +109,18 @@ def test_group_commit_writes_concurrent_jobs_together_and_answers_each_caller():
         threading.Thread(target=lambda n=n: answers.__setitem__(n, commits.submit(n)))
         for n in range(12)
     ]
-    for t in threads:
+    threads[0].start()
+    assert first_write.wait(30)
+    for t in threads[1:]:
         t.start()
+    wait_for(lambda: len(commits._pending) == 11, timeout=30, message="11 jobs to queue")
+    others_queued.set()
     for t in threads:
         t.join()
 
     assert answers == {n: n * 10 for n in range(12)}
-    assert sorted(job for batch in seen for job in batch) == list(range(12))
-    assert max(len(batch) for batch in seen) > 1  # they did share writes
+    assert seen[0] == [0]
+    assert len(seen) == 2 and sorted(seen[1]) == list(range(1, 12))  # they did share a write
 
 
 def test_a_job_that_fails_a_group_write_fails_only_its_own_caller():
@@ -176,7 +183,9 @@ def test_a_process_claims_at_most_twice_its_limit_of_calls_in_flight():
             assert room == 4
             waiting = threading.Thread(target=another)
             waiting.start()
-            assert not entered.wait(0.2)  # no room until the first claim is written
+            gate = judge_runtime._claims
+            wait_for(lambda: gate.queues, timeout=30, message="the second claim to queue")
+            assert not entered.is_set()  # no room until the first claim is written
         assert entered.wait(5)
         waiting.join()
     finally:
