@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: run test test-only install lint typecheck bench-throughput bench-pages bench-rescore clean
+.PHONY: run test test-fast test-only install lint typecheck bench-throughput bench-pages bench-rescore clean
 
 $(BIN)/.installed: pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -22,6 +22,10 @@ run: install
 test: install
 	./scripts/ensure-chromium
 	$(BIN)/pytest
+
+## The inner loop: everything but the tests that start Celery workers or drive a browser.
+test-fast: install
+	$(BIN)/pytest -m "not worker and not browser"
 
 test-only:
 	$(BIN)/pytest
