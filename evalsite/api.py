@@ -1,9 +1,12 @@
 """The one NinjaAPI: every router is mounted here. OpenAPI at /api/openapi.json, docs at /api/docs.
 
 Errors: ninja's own 422 (``{"detail": [{"loc", "msg", "type"}]}``) for invalid input, which our
-services' validation errors join so every field error looks the same; everything else answers
-``{"message": str, "extra": {...}}``. No input makes the API answer 500: anything unexpected is
-logged and answered with the error shape.
+services' field errors (``evalsite.errors.FieldErrors``) join so every field error looks the
+same; every other application error (``evalsite.errors.AppError``) answers
+``{"message": str, "extra": {...}}`` with its own status and headers. Two handlers do that,
+keyed on those base classes, so this module imports no app's errors and routers raise without
+importing anything from here. No input makes the API answer 500: anything unexpected is logged
+and answered with the error shape.
 """
 
 from __future__ import annotations
@@ -22,17 +25,11 @@ from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
 from ninja.parser import Parser
 
-from evalsite.pagination import InvalidCursor
-from rubrics.services import RubricValidationError
 from runs.scoring.redact import internal_error, new_ref, tenant_error
-from runs.services import RunConflict, RunTooLarge, RunValidationError
-from runs.services.bulk import BulkValidationError
-from runs.services.rescore import IdempotencyConflict, TooManyBatches
-from runs.services.score import ScoreBusy, ScoreConflict
 from teams.api import api_auth
-from teams.services import ConnectionInUse, TeamValidationError
 
-from .throttle import Throttled, api_throttle
+from .errors import AppError, FieldErrors, TooLarge
+from .throttle import api_throttle
 
 logger = logging.getLogger(__name__)
 
@@ -50,8 +47,13 @@ def body_limit(request: HttpRequest) -> int:
     return settings.EVALSITE_MAX_RUN_BYTES * BODY_MARGIN + 16_384
 
 
-class PayloadTooLarge(Exception):
-    pass
+class PayloadTooLarge(TooLarge):
+    """The body is over body_limit(request) (``extra["limit"]``), refused before parsing."""
+
+    def __init__(self, length: int, limit: int) -> None:
+        super().__init__(
+            f"request body is {length:,} bytes; the limit is {limit:,}", extra={"limit": limit}
+        )
 
 
 # Text PostgreSQL cannot store (NUL, lone surrogates): refused at the door, not at the INSERT.
@@ -78,7 +80,7 @@ def _check_query(request: HttpRequest) -> None:
         if any(UNSTORABLE_TEXT.search(v) for v in values)
     }
     if bad:
-        raise field_errors("query", bad)
+        raise FieldErrors(bad, location="query")
 
 
 def _reject_constant(name: str) -> Any:
@@ -117,7 +119,7 @@ class EvalsiteAPI(NinjaAPI):
             length = 0
         limit = body_limit(request)
         if length > limit:
-            raise PayloadTooLarge(f"request body is {length:,} bytes; the limit is {limit:,}")
+            raise PayloadTooLarge(length, limit)
         _check_query(request)
         return super().create_temporal_response(request)
 
@@ -214,86 +216,25 @@ def on_validation_error(request: HttpRequest, exc: NinjaValidationError) -> Http
     return api.create_response(request, {"detail": exc.errors}, status=422)
 
 
-@api.exception_handler(RubricValidationError)
-def on_rubric_invalid(request: HttpRequest, exc: RubricValidationError) -> HttpResponse:
-    return on_validation_error(request, field_errors("body", exc.errors))
+@api.exception_handler(FieldErrors)
+def on_field_errors(request: HttpRequest, exc: FieldErrors) -> HttpResponse:
+    """Every service's field errors (rubrics, runs, re-scoring, reviews, teams, cursors)."""
+    return on_validation_error(request, field_errors(exc.location, exc.errors))
 
 
-@api.exception_handler(TeamValidationError)
-def on_team_invalid(request: HttpRequest, exc: TeamValidationError) -> HttpResponse:
-    return on_validation_error(request, field_errors("body", exc.errors))
-
-
-@api.exception_handler(ConnectionInUse)
-def on_connection_in_use(request: HttpRequest, exc: ConnectionInUse) -> HttpResponse:
-    return error(request, 409, str(exc))
-
-
-@api.exception_handler(RunValidationError)
-def on_run_invalid(request: HttpRequest, exc: RunValidationError) -> HttpResponse:
-    return on_validation_error(request, field_errors("body", exc.errors))
-
-
-@api.exception_handler(InvalidCursor)
-def on_invalid_cursor(request: HttpRequest, exc: InvalidCursor) -> HttpResponse:
-    return on_validation_error(request, field_errors("query", {"cursor": str(exc)}))
-
-
-@api.exception_handler(BulkValidationError)
-def on_bulk_invalid(request: HttpRequest, exc: BulkValidationError) -> HttpResponse:
-    return error(request, 422, str(exc), errors=exc.errors)
-
-
-@api.exception_handler(RunConflict)
-def on_conflict(request: HttpRequest, exc: RunConflict) -> HttpResponse:
-    return error(request, 409, str(exc), run_id=str(exc.run.id))
-
-
-@api.exception_handler(ScoreConflict)
-def on_score_conflict(request: HttpRequest, exc: ScoreConflict) -> HttpResponse:
-    return error(request, 409, str(exc), run_id=str(exc.run.id))
-
-
-@api.exception_handler(IdempotencyConflict)
-def on_idempotency_conflict(request: HttpRequest, exc: IdempotencyConflict) -> HttpResponse:
-    return error(request, 409, str(exc), batch_id=str(exc.batch.pk))
-
-
-@api.exception_handler(RunTooLarge)
-def on_run_too_large(request: HttpRequest, exc: RunTooLarge) -> HttpResponse:
-    return error(request, 413, str(exc), limit=settings.EVALSITE_MAX_RUN_BYTES)
-
-
-@api.exception_handler(PayloadTooLarge)
-def on_body_too_large(request: HttpRequest, exc: PayloadTooLarge) -> HttpResponse:
-    return error(request, 413, str(exc), limit=body_limit(request))
+@api.exception_handler(AppError)
+def on_app_error(request: HttpRequest, exc: AppError) -> HttpResponse:
+    """Every other application error: its message, extra and status (409 conflicts, 413
+    limits, 429 caps with ``Retry-After``, the bulk 422 listing its items)."""
+    response = error(request, exc.status, exc.message, **exc.extra)
+    for name, value in exc.headers().items():
+        response[name] = value
+    return response
 
 
 @api.exception_handler(RequestDataTooBig)
 def on_request_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
     return error(request, 413, "request body is too large", limit=body_limit(request))
-
-
-def too_many(request: HttpRequest, message: str, retry_after: int, **extra: Any) -> HttpResponse:
-    """429 in the error shape, with ``Retry-After`` (seconds) as a header and in ``extra``."""
-    response = error(request, 429, message, retry_after=retry_after, **extra)
-    response["Retry-After"] = str(retry_after)
-    return response
-
-
-@api.exception_handler(Throttled)
-def on_throttled(request: HttpRequest, exc: Throttled) -> HttpResponse:
-    return too_many(request, str(exc), exc.retry_after, limit=exc.limit)
-
-
-@api.exception_handler(ScoreBusy)
-def on_score_busy(request: HttpRequest, exc: ScoreBusy) -> HttpResponse:
-    return too_many(request, str(exc), exc.retry_after, limit=exc.limit)
-
-
-@api.exception_handler(TooManyBatches)
-def on_too_many_batches(request: HttpRequest, exc: TooManyBatches) -> HttpResponse:
-    return too_many(request, str(exc), exc.retry_after, limit=exc.limit)
 
 
 @api.exception_handler(Http404)

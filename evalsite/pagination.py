@@ -14,11 +14,19 @@ from typing import Any
 
 from django.conf import settings
 
+from evalsite.errors import FieldErrors
+
 DEFAULT_PAGE_SIZE = 50
 
 
-class InvalidCursor(ValueError):
-    """The cursor was not produced by us (or for another list)."""
+class InvalidCursor(FieldErrors):
+    """The cursor was not produced by us (or for another list): a 422 on the ``cursor`` query
+    parameter; ``str(exc)`` is the bare message."""
+
+    location = "query"
+
+    def __init__(self, message: str) -> None:
+        super().__init__({"cursor": message}, message)
 
 
 def page_size(limit: int | None) -> int:

@@ -11,22 +11,25 @@ import math
 from django.conf import settings
 from django.http import HttpRequest
 
+from evalsite.errors import TooManyRequests
 from runs.ratelimit import api_take
 from teams.api import Caller
 
 logger = logging.getLogger(__name__)
 
 
-class Throttled(Exception):
+class Throttled(TooManyRequests):
     """The caller spent its request allowance; ``retry_after`` whole seconds until the next."""
 
     def __init__(self, retry_after: float) -> None:
-        self.retry_after = max(1, math.ceil(retry_after))
-        self.limit = settings.EVALSITE_API_RATE
+        wait = max(1, math.ceil(retry_after))
+        limit = settings.EVALSITE_API_RATE
         super().__init__(
-            f"too many requests: this caller's limit is {self.limit} per minute "
+            f"too many requests: this caller's limit is {limit} per minute "
             f"(EVALSITE_API_RATE, bursts of {settings.EVALSITE_API_BURST}); "
-            f"retry after {self.retry_after} s"
+            f"retry after {wait} s",
+            limit=limit,
+            retry_after=wait,
         )
 
 

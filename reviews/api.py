@@ -12,46 +12,28 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import datetime
-from functools import wraps
 from typing import Any, Literal
 from uuid import UUID
 
 from django.http import Http404, HttpRequest, StreamingHttpResponse
 from ninja import Field, Path, Query, Router, Schema, Status
-from ninja.errors import HttpError
 from pydantic import ConfigDict, StrictBool
 
-from evalsite.api import field_errors
 from evalsite.schemas import with_errors
 from rubrics.models import Rubric
 from rubrics.selectors import rubric_get
 from teams.api import Caller, caller, editor
 
 from . import selectors, services
-from .services import ReviewConflict, Reviewer, ReviewValidationError
+from .services import Reviewer, ReviewValidationError
 
 router = Router(tags=["reviews"])
 
 RubricRef = Path(..., max_length=100, pattern=r"^[-a-zA-Z0-9_]+$", description="Rubric id or slug")
 DimensionChoice = Literal["intent", "requirements", "completeness", "appropriateness"]
 PerspectiveChoice = Literal["user", "system"]
-
-
-def _translated(operation: Callable[..., Any]) -> Callable[..., Any]:
-    """Service errors as API answers: field errors → 422 naming the field, conflicts → 409."""
-
-    @wraps(operation)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return operation(*args, **kwargs)
-        except ReviewValidationError as exc:
-            raise field_errors("body", exc.errors) from exc
-        except ReviewConflict as exc:
-            raise HttpError(409, str(exc)) from exc
-
-    return wrapper
 
 
 def _reviewer(c: Caller) -> Reviewer:
@@ -65,7 +47,7 @@ def _run(c: Caller, run_id: UUID) -> Any:
     return run
 
 
-def _rubric(c: Caller, ref: str) -> Rubric:
+def _rubric_or_404(c: Caller, ref: str) -> Rubric:
     rubric = rubric_get(team=c.team, ref=ref)
     if rubric is None:
         raise Http404("No such rubric in this team")
@@ -73,7 +55,7 @@ def _rubric(c: Caller, ref: str) -> Rubric:
 
 
 def _rubric_id(c: Caller, ref: str | None) -> Any:
-    return _rubric(c, ref).pk if ref else None
+    return _rubric_or_404(c, ref).pk if ref else None
 
 
 # --- Schemas ----------------------------------------------------------------------------------
@@ -419,7 +401,6 @@ def calibration_out(report: Any) -> dict[str, Any]:
     "/runs/{run_id}/overrides",
     response=with_errors({200: OverrideResultOut, 201: OverrideResultOut}, 400, 404, 409),
 )
-@_translated
 def create_override(request: HttpRequest, run_id: UUID, payload: OverrideIn):
     """Record a reviewer's verdict on one criterion of the run's current rubric result.
     Agreeing with the judge confirms it; disagreeing overrides it and needs a `note`. 201 with
@@ -455,7 +436,6 @@ def list_overrides(
     "/runs/{run_id}/overrides/{override_id}/revert",
     response=with_errors({201: OverrideResultOut}, 400, 404, 409),
 )
-@_translated
 def revert_override(request: HttpRequest, run_id: UUID, override_id: UUID, payload: RevertIn):
     """Undo the change in effect for one criterion: the label returns to what it was before it
     (possibly none). 409 when a newer change replaced this one."""
@@ -474,7 +454,6 @@ def revert_override(request: HttpRequest, run_id: UUID, override_id: UUID, paylo
     "/runs/{run_id}/alignment-overrides",
     response=with_errors({200: OverrideResultOut, 201: OverrideResultOut}, 400, 404, 409),
 )
-@_translated
 def create_alignment_override(request: HttpRequest, run_id: UUID, payload: AlignmentOverrideIn):
     """Replace the judge's score of one alignment dimension; the run's alignment score is
     recomputed with the perspective weights. A score other than the judge's needs a note."""
@@ -495,7 +474,6 @@ def create_alignment_override(request: HttpRequest, run_id: UUID, payload: Align
     "/runs/{run_id}/alignment-overrides/{override_id}/revert",
     response=with_errors({201: OverrideResultOut}, 400, 404, 409),
 )
-@_translated
 def revert_alignment_override(
     request: HttpRequest, run_id: UUID, override_id: UUID, payload: RevertIn
 ):
@@ -515,7 +493,6 @@ class GoldenOut(Schema):
 
 
 @router.post("/runs/{run_id}/golden", response=with_errors({200: GoldenOut}, 400, 404, 409))
-@_translated
 def mark_golden(request: HttpRequest, run_id: UUID, payload: GoldenIn):
     """Add a reviewed run to its rubric's golden set (or take it out). 409 when the run is not
     fully reviewed."""
@@ -523,7 +500,7 @@ def mark_golden(request: HttpRequest, run_id: UUID, payload: GoldenIn):
     run = _run(c, run_id)
     rubric_id = _rubric_id(c, payload.rubric) or run.rubric_id
     if rubric_id is None:
-        raise field_errors("body", {"rubric": "the run has no rubric: name one"})
+        raise ReviewValidationError({"rubric": "the run has no rubric: name one"})
     review = services.golden_set_mark(run=run, rubric_id=rubric_id, golden=payload.golden)
     return {"run_id": run.pk, "rubric_id": rubric_id, "golden": review.golden}
 
@@ -541,7 +518,7 @@ def agreement(
     TNR and the confusion matrix. Positive = satisfied; the human label is the truth. With no
     labels the figures are null; when judge and humans used one single class throughout,
     kappa is 1.0 (perfect agreement) by convention."""
-    found = _rubric(caller(request), rubric)
+    found = _rubric_or_404(caller(request), rubric)
     chosen = selectors.version_pick(rubric=found, number=version)
     if version is not None and chosen is None:
         raise Http404(f"The rubric has no version {version}")
@@ -616,7 +593,7 @@ def _export_doc(media: str) -> dict[str, Any]:
 def export_csv(request: HttpRequest, rubric: str = RubricRef):
     """The rubric's reviewed verdicts as CSV: run, criterion, judge verdict, human verdict,
     note, reviewer. Cells that would start a spreadsheet formula are prefixed with '."""
-    return export_response(_rubric(caller(request), rubric), "csv")
+    return export_response(_rubric_or_404(caller(request), rubric), "csv")
 
 
 @router.get(
@@ -626,20 +603,19 @@ def export_csv(request: HttpRequest, rubric: str = RubricRef):
 )
 def export_jsonl(request: HttpRequest, rubric: str = RubricRef):
     """The rubric's reviewed verdicts as JSON Lines (one object per line)."""
-    return export_response(_rubric(caller(request), rubric), "jsonl")
+    return export_response(_rubric_or_404(caller(request), rubric), "jsonl")
 
 
 # --- Calibration ------------------------------------------------------------------------------
 
 
 @router.post("/rubrics/{rubric}/golden-runs", response=with_errors({202: CalibrationOut}, 400, 404))
-@_translated
 def start_golden_run(request: HttpRequest, payload: GoldenRunIn, rubric: str = RubricRef):
     """Score the rubric's golden set with a candidate — a stored `version`, or `criteria` not
     saved yet — and compare per criterion with the human labels and with the current
     version's verdicts. 202: poll `GET /api/calibrations/{id}`."""
     c = editor(request)
-    found = _rubric(c, rubric)
+    found = _rubric_or_404(c, rubric)
     calibration = services.golden_run(
         rubric=found,
         user=c.user,
@@ -653,12 +629,11 @@ def start_golden_run(request: HttpRequest, payload: GoldenRunIn, rubric: str = R
 @router.post(
     "/rubrics/{rubric}/consistency-checks", response=with_errors({202: CalibrationOut}, 400, 404)
 )
-@_translated
 def start_consistency_check(request: HttpRequest, payload: ConsistencyIn, rubric: str = RubricRef):
     """Judge a sample of runs `repeats` more times (or with a second `judge`) and report per
     criterion how often the verdict flips. 202: poll `GET /api/calibrations/{id}`."""
     c = editor(request)
-    found = _rubric(c, rubric)
+    found = _rubric_or_404(c, rubric)
     calibration = services.consistency_check(
         rubric=found,
         user=c.user,

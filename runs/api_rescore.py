@@ -14,7 +14,6 @@ from django.http import Http404, HttpRequest
 from ninja import Field, Header, Query, Router, Schema, Status
 from pydantic import ConfigDict
 
-from evalsite.api import field_errors
 from evalsite.schemas import with_errors
 from teams.api import caller, editor
 
@@ -159,10 +158,10 @@ class BatchPageOut(Schema):
 # --- Operations ---------------------------------------------------------------------------------
 
 
-def _rubric(team: Any, ref: str | None) -> Any:
+def _rubric_from_ref(team: Any, ref: str | None) -> Any:
     found = rubric_lookup(team=team, ref=ref) if ref else None
     if ref and found is None:
-        raise field_errors("body", {"rubric": "no rubric of this team has this id or slug"})
+        raise RescoreValidationError({"rubric": "no rubric of this team has this id or slug"})
     return found
 
 
@@ -184,22 +183,19 @@ def rescore(request: HttpRequest, body: RescoreIn, idempotency_key: str | None =
     """Re-score runs of a rubric: the listed `runs`, else the runs matching the filters.
     202 with the batch (estimate included); 200 with the estimate alone for `dry_run`."""
     who = editor(request)
-    rubric = _rubric(who.team, body.rubric)
+    rubric = _rubric_from_ref(who.team, body.rubric)
     options: dict[str, Any] = {
         "target_version": body.target_version,
         "judge": body.judge,
         "force": body.force,
     }
-    try:
-        if body.dry_run:
-            estimate = batch_estimate(team=who.team, rubric=rubric, scope=_scope(body), **options)
-            return Status(200, {"estimate": estimate.as_json()})
-        batch, _ = batch_create(
-            team=who.team, rubric=rubric, scope=_scope(body), idempotency_key=idempotency_key,
-            webhook_url=body.webhook_url, user=who.user, **options,
-        )  # fmt: skip
-    except RescoreValidationError as exc:
-        raise field_errors("body", exc.errors) from exc
+    if body.dry_run:
+        estimate = batch_estimate(team=who.team, rubric=rubric, scope=_scope(body), **options)
+        return Status(200, {"estimate": estimate.as_json()})
+    batch, _ = batch_create(
+        team=who.team, rubric=rubric, scope=_scope(body), idempotency_key=idempotency_key,
+        webhook_url=body.webhook_url, user=who.user, **options,
+    )  # fmt: skip
     return Status(202, batch_progress(batch=batch).as_json())
 
 
@@ -220,20 +216,17 @@ def rescore_run(
     if run is None:
         raise Http404("No such run in this team")
     options: dict[str, Any] = {
-        "rubric": _rubric(who.team, body.rubric),
+        "rubric": _rubric_from_ref(who.team, body.rubric),
         "target_version": body.target_version,
         "judge": body.judge,
         "force": body.force,
     }
-    try:
-        if body.dry_run:
-            return Status(200, {"estimate": run_rescore_estimate(run=run, **options).as_json()})
-        batch, _ = run_rescore(
-            run=run, idempotency_key=idempotency_key, webhook_url=body.webhook_url,
-            user=who.user, **options,
-        )  # fmt: skip
-    except RescoreValidationError as exc:
-        raise field_errors("body", exc.errors) from exc
+    if body.dry_run:
+        return Status(200, {"estimate": run_rescore_estimate(run=run, **options).as_json()})
+    batch, _ = run_rescore(
+        run=run, idempotency_key=idempotency_key, webhook_url=body.webhook_url,
+        user=who.user, **options,
+    )  # fmt: skip
     return Status(202, batch_progress(batch=batch).as_json())
 
 

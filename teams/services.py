@@ -15,6 +15,7 @@ from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from evalsite.errors import Conflict, FieldErrors
 from runs.scoring.judge import BODY_PARAMS, connection_route_problem
 from runs.scoring.netguard import url_refusal
 
@@ -116,16 +117,14 @@ def team_update_settings(*, team: Team, confirm_cost_above: Any) -> Team:
     return team
 
 
-class TeamValidationError(ValueError):
-    def __init__(self, errors: dict[str, str]) -> None:
-        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
-        self.errors = errors
+class TeamValidationError(FieldErrors):
+    """Invalid team or connection input; ``errors`` maps each field to a message."""
 
 
 # --- Judge connections ---------------------------------------------------------------------------
 
 
-class ConnectionInUse(Exception):
+class ConnectionInUse(Conflict):
     """The connection is still chosen by rubrics (a 409)."""
 
 

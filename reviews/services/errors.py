@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
+from evalsite.errors import Conflict, FieldErrors
 
-class ReviewValidationError(ValueError):
+
+class ReviewValidationError(FieldErrors):
     """Invalid input: ``errors`` maps each field to a message (API: 422 naming the field)."""
 
-    def __init__(self, errors: dict[str, str]) -> None:
-        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
-        self.errors = errors
 
-
-class ReviewConflict(Exception):
+class ReviewConflict(Conflict):
     """The request is valid but the run's state does not allow it (API: 409)."""

@@ -7,6 +7,7 @@ from typing import Any
 from django.db import transaction
 from pydantic import ValidationError
 
+from evalsite.errors import AppError
 from teams.models import Team
 
 from ..models import AgentRun
@@ -16,13 +17,18 @@ from .ingest import RunConflict, RunValidationError, runs_ingest_many
 MAX_BULK_RUNS = 1000
 
 
-class BulkValidationError(ValueError):
+class BulkValidationError(AppError, ValueError):
     """Some items are invalid and nothing was stored. ``errors`` lists
-    ``{"index": i, "field": "output" | None, "message": ...}`` for every problem found."""
+    ``{"index": i, "field": "output" | None, "message": ...}`` for every problem found
+    (answered as ``extra.errors``, a 422 in the error shape: items are not body fields)."""
+
+    status = 422
 
     def __init__(self, errors: list[dict[str, Any]], total: int) -> None:
         bad = len({e["index"] for e in errors})
-        super().__init__(f"{bad} of {total} runs are invalid; nothing was stored")
+        super().__init__(
+            f"{bad} of {total} runs are invalid; nothing was stored", extra={"errors": errors}
+        )
         self.errors = errors
 
 

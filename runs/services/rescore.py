@@ -41,6 +41,7 @@ from django.core.validators import URLValidator
 from django.db import IntegrityError, OperationalError, transaction
 from django.db.models import QuerySet
 
+from evalsite.errors import Conflict, FieldErrors, TooManyRequests
 from rubrics.models import Rubric, RubricVersion
 from runs.scoring import Criterion as CriterionSpec
 from runs.scoring import JudgeConfig, verdict_key
@@ -87,18 +88,19 @@ __all__ = [
 CHUNK = 500  # ids per IN (...) clause: well under SQLite's variable limit
 
 
-class IdempotencyConflict(ValueError):
+class IdempotencyConflict(Conflict, ValueError):
     """The idempotency key already names a batch made for another request."""
 
     def __init__(self, key: str, batch: RescoreBatch) -> None:
         super().__init__(
             f"Idempotency-Key {key!r} was already used for a different re-score request "
-            f"(batch {batch.pk}); use a new key for a new request"
+            f"(batch {batch.pk}); use a new key for a new request",
+            extra={"batch_id": str(batch.pk)},
         )
         self.batch = batch
 
 
-class TooManyBatches(Exception):
+class TooManyBatches(TooManyRequests):
     """The team already has EVALSITE_TEAM_MAX_ACTIVE_BATCHES unfinished re-score batches."""
 
     retry_after = 30
@@ -106,17 +108,13 @@ class TooManyBatches(Exception):
     def __init__(self, limit: int) -> None:
         super().__init__(
             f"this team already has {limit} re-score batches running or queued "
-            f"(EVALSITE_TEAM_MAX_ACTIVE_BATCHES={limit}): wait for one to finish or cancel one"
+            f"(EVALSITE_TEAM_MAX_ACTIVE_BATCHES={limit}): wait for one to finish or cancel one",
+            limit=limit,
         )
-        self.limit = limit
 
 
-class RescoreValidationError(ValueError):
+class RescoreValidationError(FieldErrors):
     """Invalid re-score request; ``errors`` maps each field to a message a person can act on."""
-
-    def __init__(self, errors: dict[str, str]) -> None:
-        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
-        self.errors = errors
 
 
 @dataclass(frozen=True)

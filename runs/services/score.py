@@ -13,6 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
+from evalsite.errors import Conflict, TooManyRequests
 from rubrics.services import criteria_from_any, criteria_validate
 from teams.models import Team
 
@@ -30,7 +31,7 @@ FIRST_POLL = 0.05
 MAX_POLL = 0.5
 
 
-class ScoreBusy(Exception):
+class ScoreBusy(TooManyRequests):
     """The team already has EVALSITE_SCORE_MAX_WAITING calls waiting for their results."""
 
     retry_after = 2
@@ -39,9 +40,9 @@ class ScoreBusy(Exception):
         super().__init__(
             f"this team already has {limit} POST /api/score calls waiting for results "
             f"(EVALSITE_SCORE_MAX_WAITING={limit}): retry after {self.retry_after} s, or send "
-            "runs with POST /api/runs and poll them"
+            "runs with POST /api/runs and poll them",
+            limit=limit,
         )
-        self.limit = limit
 
 
 @contextlib.contextmanager
@@ -77,12 +78,13 @@ def _release(key: str, token: str) -> None:
         logger.exception("could not give back a waiting score place; it expires on its own")
 
 
-class ScoreConflict(ValueError):
+class ScoreConflict(Conflict, ValueError):
     """The external_id names a run that was scored with other inline criteria."""
 
     def __init__(self, run: AgentRun) -> None:
         super().__init__(
-            f"external_id {run.external_id!r} already names a run scored with other criteria"
+            f"external_id {run.external_id!r} already names a run scored with other criteria",
+            extra={"run_id": str(run.id)},
         )
         self.run = run
 
