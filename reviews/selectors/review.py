@@ -8,8 +8,9 @@ from typing import Any
 from django.db.models import QuerySet
 
 from runs.models import AgentRun, AlignmentBreakdown, CriterionVerdict, Evaluation, Kind
+from runs.scoring import DIMENSIONS
 
-from ..effective import DIMENSIONS, EffectiveVerdict, text_hash
+from ..effective import EffectiveVerdict, text_hash
 from ..models import AlignmentLabel, AlignmentOverride, RunReview, VerdictLabel, VerdictOverride
 
 

@@ -15,9 +15,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from runs.models import AgentRun, AlignmentBreakdown, CriterionVerdict, Evaluation
+from runs.scoring import DIMENSIONS
 from runs.services.results import run_refresh
 
-from ..effective import DIMENSIONS, text_hash
+from ..effective import text_hash
 from ..models import (
     Action,
     AlignmentLabel,

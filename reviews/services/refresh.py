@@ -16,15 +16,15 @@ from django.db.models import Q
 from django.utils import timezone
 
 from runs.models import AlignmentBreakdown, CriterionVerdict, Evaluation, Kind
-
-from ..effective import (
+from runs.scoring import (
     DIMENSIONS,
-    EffectiveVerdict,
-    alignment_result,
+    alignment_combine,
     perspective_score,
-    rubric_result,
-    text_hash,
+    rubric_passed,
+    rubric_score,
 )
+
+from ..effective import EffectiveVerdict, text_hash
 from ..models import AlignmentLabel, RunReview, VerdictLabel
 
 
@@ -161,7 +161,8 @@ def _rubric_fields(
     if not effective or not any(v.human is not None for v in effective):
         return {}
     scale = Evaluation.objects.filter(pk=evaluation_id).values_list("scale", flat=True).get()
-    return rubric_result(effective, scale)
+    passed = rubric_passed(effective)
+    return {"passed": passed, "score": rubric_score(passed, scale)}
 
 
 def _alignment_fields(run_id: Any, evaluation_id: Any) -> dict[str, Any]:
@@ -174,12 +175,18 @@ def _alignment_fields(run_id: Any, evaluation_id: Any) -> dict[str, Any]:
         return {}
     evaluation = Evaluation.objects.only("scale", "alignment_weights").get(pk=evaluation_id)
     scores = {
-        b.perspective: perspective_score(
-            {d: getattr(b, f"{d}_score") for d in DIMENSIONS},
-            labels.get(b.perspective, {}),
-            b.weights,
-        )
+        b.perspective: perspective_score(_dimension_scores(b, labels), b.weights)
         for b in AlignmentBreakdown.objects.filter(Q(evaluation_id=evaluation_id))
     }
     share = (evaluation.alignment_weights or {}).get("user_share")
-    return {"alignment_score": alignment_result(scores, share, evaluation.scale)}
+    weighted = alignment_combine(scores.get("user"), scores.get("system"), share)
+    # score = weighted × scale, as AlignmentScorer computes it.
+    return {"alignment_score": weighted * evaluation.scale}
+
+
+def _dimension_scores(
+    breakdown: AlignmentBreakdown, labels: dict[str, dict[str, float]]
+) -> dict[str, float]:
+    """A perspective's four dimension scores, a reviewer's score replacing the judge's."""
+    human = labels.get(breakdown.perspective, {})
+    return {d: human.get(d, getattr(breakdown, f"{d}_score")) for d in DIMENSIONS}

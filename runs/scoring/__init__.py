@@ -7,9 +7,14 @@ agent loop can call the scorers directly:
     result = await RubricScorer(judge, criteria="- Mentions the refund").ascore(task=..., output=...)
     if not result.passed:
         feed_back_to_agent(result.reason)
+
+The rules that turn verdicts and dimension scores into a result (gating, the perspective mix,
+bands) are exported too, so a result corrected by hand is computed the way a judged one is.
+Helpers the server uses (criteria parsing details, message text extraction, the judge's
+routing) are imported from their modules (`runs.scoring.text`, `runs.scoring.judge`, ...).
 """
 
-from .alignment import AlignmentScorer, band_for
+from .alignment import AlignmentScorer
 from .errors import (
     InvalidJudgeOutput,
     JudgeError,
@@ -17,21 +22,18 @@ from .errors import (
     ScoringInputError,
     TransientJudgeError,
 )
-from .keys import PROMPT_VERSION, verdict_key
+from .keys import verdict_key
 from .rubric import RubricScorer
-from .text import (
-    CriteriaSourceError,
-    coerce_criteria,
-    count_criteria,
-    output_text,
-    parse_criteria,
-    resolve_criteria,
-    system_text,
-    task_text,
+from .rules import (
+    DIMENSIONS,
+    alignment_combine,
+    band_for,
+    perspective_score,
+    rubric_passed,
+    rubric_score,
 )
+from .text import parse_criteria
 from .types import (
-    SYSTEM_WEIGHTS,
-    USER_WEIGHTS,
     AlignmentResult,
     AlignmentWeights,
     Criterion,
@@ -46,13 +48,10 @@ from .types import (
 )
 
 __all__ = [
-    "PROMPT_VERSION",
-    "SYSTEM_WEIGHTS",
-    "USER_WEIGHTS",
+    "DIMENSIONS",
     "AlignmentResult",
     "AlignmentScorer",
     "AlignmentWeights",
-    "CriteriaSourceError",
     "Criterion",
     "InvalidJudgeOutput",
     "JudgeCall",
@@ -68,13 +67,11 @@ __all__ = [
     "Usage",
     "Verdict",
     "Weights",
+    "alignment_combine",
     "band_for",
-    "coerce_criteria",
-    "count_criteria",
-    "output_text",
     "parse_criteria",
-    "resolve_criteria",
-    "system_text",
-    "task_text",
+    "perspective_score",
+    "rubric_passed",
+    "rubric_score",
     "verdict_key",
 ]

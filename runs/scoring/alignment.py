@@ -7,6 +7,7 @@ import asyncio
 from .errors import ScoringInputError, pick_error
 from .judge import complete_json
 from .prompts import alignment_messages, alignment_schema, one_line
+from .rules import DIMENSIONS, alignment_combine, band_for, perspective_score
 from .sync import checked_scale, run_sync
 from .types import (
     AlignmentMode,
@@ -21,34 +22,16 @@ from .types import (
     Weights,
 )
 
-# Lower bounds, inclusive: 0.9 is "excellent", 0.8999 "very good".
-BANDS: tuple[tuple[float, str], ...] = (
-    (0.9, "excellent"),
-    (0.8, "very good"),
-    (0.7, "good"),
-    (0.6, "moderate"),
-    (0.4, "poor"),
-    (0.0, "very poor"),
-)
-_DIMENSIONS = ("intent", "requirements", "completeness", "appropriateness")
 NOT_APPLICABLE = (
     "System perspective not applicable (no system prompt): the score is the user perspective's."
 )
 
 
-def band_for(score: float) -> str:
-    """The band of a 0–1 weighted score.
-
-    Rounded to 9 decimals first, so a sum that is mathematically 0.7 but computes as
-    0.69999999999 lands in "good", as a person would expect.
-    """
-    rounded = round(score, 9)
-    return next((label for floor, label in BANDS if rounded >= floor), BANDS[-1][1])
-
-
 def weighted_score(answer: PerspectiveAnswer, weights: Weights) -> float:
     """Σ dimension score × its weight, unrounded."""
-    return sum(getattr(answer, d).score * getattr(weights, d) for d in _DIMENSIONS)
+    return perspective_score(
+        {d: getattr(answer, d).score for d in DIMENSIONS}, weights.model_dump()
+    )
 
 
 def _perspective(
@@ -82,7 +65,7 @@ def _dimension_lines(p: PerspectiveResult) -> list[str]:
         f"{'fits' if fit.tone_aligned else 'does not fit'}: {one_line(fit.reasoning)}",
     }
     lines = []
-    for d in _DIMENSIONS:
+    for d in DIMENSIONS:
         value, weight = getattr(p, d).score, getattr(p.weights, d)
         lines.append(f"- {d.capitalize()} (weight {weight:.2f}): {value:.2f} — {reasons[d]}")
     return lines
@@ -197,10 +180,11 @@ class AlignmentScorer:
 
     def _combined(self, results: dict[str, PerspectiveResult]) -> float:
         user, system = results.get("user"), results.get("system")
-        if user and system:
-            share = self.weights.user_share
-            return share * user.weighted_score + (1 - share) * system.weighted_score
-        return (user or system).weighted_score  # type: ignore[union-attr]
+        return alignment_combine(
+            user.weighted_score if user is not None else None,
+            system.weighted_score if system is not None else None,
+            self.weights.user_share,
+        )
 
     def _result(
         self, results: dict[str, PerspectiveResult], calls: list[JudgeCall]

@@ -13,6 +13,7 @@ from .errors import JudgeError, ScoringInputError, pick_error
 from .judge import complete_json
 from .keys import verdict_key
 from .prompts import one_line, rubric_messages, rubric_schema
+from .rules import gating_verdicts, rubric_passed, rubric_score
 from .sync import checked_scale, run_sync
 from .text import coerce_criteria, resolve_criteria
 from .types import (
@@ -97,12 +98,6 @@ def _labels(batch: list[Criterion]) -> dict[str, Criterion]:
 # --- Reason text ---------------------------------------------------------------------------------
 
 
-def _gating(verdicts: list[Verdict]) -> list[Verdict]:
-    """The required verdicts; every verdict when none is required."""
-    required = [v for v in verdicts if v.required]
-    return required or list(verdicts)
-
-
 def _count(n: int, total: int, all_optional: bool) -> str:
     noun = "criterion" if total == 1 else "criteria"
     kind = "" if all_optional else "required "
@@ -111,7 +106,7 @@ def _count(n: int, total: int, all_optional: bool) -> str:
 
 def rubric_reason(verdicts: list[Verdict], passed: bool, overall: str | None) -> str:
     """The feedback an agent loop shows the agent: header from `passed`, one line per criterion."""
-    gating = _gating(verdicts)
+    gating = gating_verdicts(verdicts)
     all_optional = not any(v.required for v in verdicts)
     unmet = sum(not v.satisfied for v in gating)
     gates_note = " (none is marked required, so every criterion counts)" if all_optional else ""
@@ -290,10 +285,10 @@ class RubricScorer:
     def _result(
         self, verdicts: list[Verdict], judged: _Judged, source: CriteriaSource
     ) -> RubricResult:
-        passed = all(v.satisfied for v in _gating(verdicts))
+        passed = rubric_passed(verdicts)
         return RubricResult(
             passed=passed,
-            score=self.scale * (1.0 if passed else 0.0),
+            score=rubric_score(passed, self.scale),
             reason=rubric_reason(verdicts, passed, judged.overall),
             verdicts=verdicts,
             overall=judged.overall,

@@ -16,6 +16,8 @@ from pydantic import (
     model_validator,
 )
 
+from .rules import DEFAULT_USER_SHARE
+
 Perspective = Literal["user", "system"]
 AlignmentMode = Literal["user", "system", "both"]
 CriteriaSource = Literal["configured", "request_context", "metadata", "input", "none"]
@@ -223,7 +225,7 @@ class AlignmentWeights(BaseModel):
 
     user: Weights = USER_WEIGHTS
     system: Weights = SYSTEM_WEIGHTS
-    user_share: float = Field(default=0.7, ge=0, le=1)
+    user_share: float = Field(default=DEFAULT_USER_SHARE, ge=0, le=1)
 
 
 # A dimension score as the judge must give it: a JSON number in [0, 1]. Strict, so "0.9" or

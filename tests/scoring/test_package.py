@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -45,3 +46,30 @@ def test_only_the_judge_module_imports_litellm():
         if any(m == "litellm" or m.startswith("litellm.") for m in imported_modules(path))
     }
     assert importers == {"judge.py"}
+
+
+def readme_promises() -> set[str]:
+    """The names README's "Score inside your own agent loop" section imports or names as
+    errors a caller catches."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Score inside your own agent loop", 1)[1].split("\n## ", 1)[0]
+    imported = re.findall(r"from runs\.scoring import ([\w, ]+)", section)
+    names = {n.strip() for line in imported for n in line.split(",")}
+    return names | set(re.findall(r"`(\w+(?:Error|Output))`", section))
+
+
+def test_the_public_api_holds_what_the_readme_promises_and_every_name_resolves():
+    import runs.scoring
+
+    promised = readme_promises()
+    assert {"RubricScorer", "JudgeConfig", "TransientJudgeError"} <= promised
+    assert promised <= set(runs.scoring.__all__)
+    for name in runs.scoring.__all__:
+        assert getattr(runs.scoring, name) is not None
+
+
+def test_the_server_side_helpers_are_not_part_of_the_public_api():
+    import runs.scoring
+
+    for helper in ("resolve_criteria", "task_text", "complete_json", "coerce_criteria"):
+        assert helper not in runs.scoring.__all__

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from runs.scoring import (
-    Criterion,
+from runs.scoring import Criterion
+from runs.scoring.text import (
     coerce_criteria,
     output_text,
     parse_criteria,
