@@ -12,7 +12,7 @@ from django.urls import reverse
 from runs.models import RescoreBatch
 from runs.services.rescore import batch_create
 from teams.middleware import SESSION_KEY
-from tests.api.conftest import Api, field_locs
+from tests.api_client import Api, field_locs
 from tests.page_helpers import judged_run, signed_in
 
 pytestmark = pytest.mark.django_db

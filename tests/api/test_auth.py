@@ -9,7 +9,7 @@ from django.test import Client
 
 from teams.models import ApiKey
 from teams.services import api_key_create, api_key_revoke
-from tests.api.conftest import Api, assert_error
+from tests.api_client import Api, assert_error
 from tests.conftest import run_payload
 
 SOME_ID = str(uuid.uuid4())

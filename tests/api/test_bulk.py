@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runs.models import AgentRun, Evaluation
-from tests.api.conftest import assert_error, field_locs
+from tests.api_client import assert_error, field_locs
 from tests.conftest import run_payload
 
 

@@ -18,7 +18,7 @@ import pytest
 from django.db import connection
 
 from runs.models import AgentRun, Evaluation
-from tests.api.conftest import Api
+from tests.api_client import Api
 from tests.conftest import run_payload
 
 pytestmark = pytest.mark.django_db(transaction=True)

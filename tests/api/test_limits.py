@@ -8,7 +8,7 @@ import pytest
 from runs.models import AgentRun, Evaluation, RescoreBatch, Status
 from runs.services.rescore import batch_cancel
 from runs.services.score import score_waiting_slot
-from tests.api.conftest import assert_error
+from tests.api_client import assert_error
 from tests.conftest import run_payload
 
 

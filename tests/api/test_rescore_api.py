@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from runs.models import AgentRun, Evaluation, RescoreBatch, Status
-from tests.api.conftest import Api, assert_error, field_locs
+from tests.api_client import Api, assert_error, field_locs
 from tests.conftest import wait_for
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rubrics.models import Rubric, RubricVersion
-from tests.api.conftest import assert_error, field_locs
+from tests.api_client import assert_error, field_locs
 from tests.conftest import SUPPORT_CRITERIA, run_payload
 
 

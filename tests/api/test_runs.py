@@ -10,7 +10,7 @@ from django.db import connection
 
 from runs.models import AgentRun, Evaluation
 from runs.services import evaluation_execute
-from tests.api.conftest import Api, assert_error, field_locs
+from tests.api_client import Api, assert_error, field_locs
 from tests.conftest import run_payload
 
 

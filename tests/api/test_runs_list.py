@@ -11,7 +11,7 @@ from rubrics.services import CriterionInput, rubric_set_criteria
 from runs.models import AgentRun, Evaluation
 from runs.selectors import RunFilterError, RunFilters
 from runs.services import evaluation_create, evaluation_execute
-from tests.api.conftest import field_locs
+from tests.api_client import field_locs
 
 
 def ids(response) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from runs.models import AgentRun
-from tests.api.conftest import Api, assert_error, field_locs
+from tests.api_client import Api, assert_error, field_locs
 from tests.conftest import run_payload, wait_for
 
 CRITERIA = [

@@ -11,7 +11,7 @@ from django.urls import reverse
 from runs.services.rescore_webhook import webhook_signature, webhook_verify
 from teams.models import Team
 from teams.services import team_webhook_secret
-from tests.api.conftest import assert_error
+from tests.api_client import assert_error
 from tests.page_helpers import signed_in
 
 pytestmark = pytest.mark.django_db

@@ -10,16 +10,12 @@ import pytest
 from reviews.services import Reviewer
 from runs.models import Evaluation, Status
 from runs.services import evaluation_execute
-from tests.api.conftest import Api, anon, api, other_api, session_api  # noqa: F401
+from tests.conftest import SUPPORT_CRITERIA
 
 # The fake judge says "satisfied" iff every quoted phrase occurs in the output. With these
 # criteria the default run output ("Your refund for order number 1234 was sent today,
 # thanks for waiting.") satisfies all three.
-CRITERIA = [
-    {"description": 'Mentions "refund"', "required": True},
-    {"description": 'Gives the "order number"', "required": True},
-    {"description": 'Says "thanks"', "required": False},
-]
+CRITERIA = SUPPORT_CRITERIA
 PASSING = "Your refund for order number 1234 was sent today, thanks for waiting."
 FAILING = "Your refund was sent today."  # c2 (required) and c3 fail
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from reviews.models import VerdictOverride
-from tests.api.conftest import assert_error, field_locs
+from tests.api_client import assert_error, field_locs
 
 from .conftest import FAILING, judge_pending
 

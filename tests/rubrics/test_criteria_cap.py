@@ -11,7 +11,7 @@ from rubrics.models import Criterion, Rubric, RubricVersion
 from rubrics.services import RubricValidationError, rubric_create, rubric_set_criteria
 from runs.models import AgentRun
 from runs.scoring.text import count_criteria, parse_criteria
-from tests.api.conftest import Api, field_locs
+from tests.api_client import Api, field_locs
 from tests.conftest import run_payload
 from tests.page_helpers import signed_in
 from tests.rubrics.test_views import current_rows, draft_post

@@ -1,4 +1,5 @@
-"""Fixtures for the judge engine's tests: the fake judge server and a judge pointed at it.
+"""Fixtures for the judge engine's tests: a judge pointed at the fake judge server (``server``,
+reset per test, comes from tests/conftest.py).
 
 Nothing here needs Django or a database; the fake judge is real HTTP, so litellm's own code
 path runs for every judge call.
@@ -9,29 +10,12 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 
 import pytest
 
 from runs.scoring import JudgeConfig
+from tests.conftest import FAKE_MODEL
 from tests.fake_judge import FakeJudge
-
-FAKE_MODEL = "openai/fake-judge"
-
-
-@pytest.fixture(scope="session")
-def judge_server() -> Iterator[FakeJudge]:
-    server = FakeJudge(latency=0.0).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def server(judge_server: FakeJudge) -> FakeJudge:
-    """The fake judge with counters, fault memory and latency reset."""
-    judge_server.reset()
-    judge_server.set_latency(0.0)
-    return judge_server
 
 
 @pytest.fixture

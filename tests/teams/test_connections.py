@@ -18,7 +18,7 @@ from runs.models import Evaluation, Status
 from runs.services import evaluation_execute
 from teams.models import JudgeConnection
 from teams.services import connection_create
-from tests.api.conftest import Api, field_locs
+from tests.api_client import Api, field_locs
 from tests.conftest import SUPPORT_CRITERIA
 from tests.http_listener import Listener
 from tests.page_helpers import signed_in

@@ -1,11 +1,12 @@
-"""API test helpers: a JSON client per caller (API key, session, nobody)."""
+"""API test helpers: a JSON client for /api/ and the checks of its two error shapes. The
+fixtures that make one per caller (``api``, ``other_api``, ``anon``, ``session_api``) are in
+tests/conftest.py."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-import pytest
 from django.test import Client
 
 
@@ -59,28 +60,3 @@ def assert_error(response, status: int) -> dict[str, Any]:
     body = response.json()
     assert set(body) == {"message", "extra"} and body["message"], body
     return body
-
-
-@pytest.fixture
-def api(api_key) -> Api:
-    return Api(api_key)
-
-
-@pytest.fixture
-def other_api(other_api_key) -> Api:
-    return Api(other_api_key)
-
-
-@pytest.fixture
-def anon(db) -> Api:
-    return Api()
-
-
-@pytest.fixture
-def session_api(db):
-    def make(user, enforce_csrf: bool = False) -> Api:
-        client = Client(enforce_csrf_checks=enforce_csrf)
-        client.force_login(user)
-        return Api(client=client)
-
-    return make
