@@ -5,7 +5,10 @@ from django.conf import settings
 from django.db import close_old_connections
 
 from .services import evaluations_sweep
+from .services.evaluations import EVALUATE_MANY_TASK, EVALUATE_TASK
 from .services.fair import evaluations_execute_fairly
+from .services.rescore_dispatch import BATCH_WEBHOOK_TASK
+from .services.rescore_webhook import WebhookFailed, batch_webhook_deliver, webhook_backoff
 
 # Both evaluation tasks: acknowledged once the work has ended, redelivered if the worker dies.
 EVALUATION_TASK = {
@@ -22,13 +25,13 @@ EVALUATION_TASK = {
 }
 
 
-@shared_task(name="runs.tasks.evaluate", **EVALUATION_TASK)
+@shared_task(name=EVALUATE_TASK, **EVALUATION_TASK)
 def evaluate(evaluation_id: str) -> dict[str, int]:
     """One evaluation (a single run's): see evaluate_many."""
     return _execute_fairly([evaluation_id])
 
 
-@shared_task(name="runs.tasks.evaluate_many", **EVALUATION_TASK)
+@shared_task(name=EVALUATE_MANY_TASK, **EVALUATION_TASK)
 def evaluate_many(evaluation_ids: list[str]) -> dict[str, int]:
     """Several evaluations in one message (bulk ingest, re-score): judged concurrently, each
     claimed and written exactly as alone; a team over its share of the worker's threads has
@@ -57,7 +60,7 @@ def sweep() -> dict:
 
 
 @shared_task(
-    name="runs.tasks.batch_webhook",
+    name=BATCH_WEBHOOK_TASK,
     bind=True,
     acks_late=True,
     ignore_result=True,
@@ -66,8 +69,6 @@ def sweep() -> dict:
 )
 def batch_webhook(self, batch_id: str) -> bool:
     """Tell a re-score batch's webhook that it ended; retried with exponential backoff."""
-    from .services.rescore_webhook import WebhookFailed, batch_webhook_deliver, webhook_backoff
-
     try:
         return batch_webhook_deliver(batch_id=batch_id)
     except WebhookFailed as exc:

@@ -7,36 +7,22 @@ from collections.abc import Iterable
 from typing import Any
 from uuid import UUID
 
+from celery import signature
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from rubrics.judging import judge_config_for
 from rubrics.models import AlignmentMode, Rubric, RubricVersion
 
 from ..models import AgentRun, Evaluation, Kind, RescoreBatch, Status
 
 logger = logging.getLogger(__name__)
 
-
-def judge_config_for(rubric: Rubric | None, *, model: str = "") -> dict[str, Any]:
-    """The judge an evaluation is frozen with: model and parameters, and the id of the rubric's
-    judge connection when it has one (never a key: runs.services.judges reads the key, and the
-    connection's address, when the evaluation is judged)."""
-    params = {k: v for k, v in (rubric.judge_params if rubric else {}).items() if v is not None}
-    params.pop("api_base", None)  # rubrics no longer carry one (rubrics/judging.py)
-    connection = rubric.judge_connection if rubric else None
-    config: dict[str, Any] = {"timeout": settings.EVALSITE_JUDGE_TIMEOUT}
-    if connection is not None:
-        config.update(connection.params)
-        config["model"] = model or rubric.judge_model or connection.model  # type: ignore[union-attr]
-        config["connection"] = str(connection.pk)
-    else:
-        chosen = model or (rubric.judge_model if rubric else "")
-        config["model"] = chosen or settings.EVALSITE_JUDGE_MODEL
-        # The deployment's own address, written by the server (teams never write this).
-        config["api_base"] = settings.EVALSITE_JUDGE_API_BASE or None
-    config.update(params)
-    return config
+# The tasks that judge evaluations (runs/tasks.py), sent by name: tasks import services, never
+# the other way round.
+EVALUATE_TASK = "runs.tasks.evaluate"
+EVALUATE_MANY_TASK = "runs.tasks.evaluate_many"
 
 
 def evaluation_create(
@@ -131,8 +117,6 @@ def lane(*, bulk: bool) -> str:
 def _publish(ids: list[str], countdown: float | None = None, *, bulk: bool = True) -> int:
     """Send the evaluations, EVALSITE_TASK_BATCH to a message (a worker judges one message's
     evaluations concurrently), on the bulk lane unless ``bulk`` is False; the number sent."""
-    from ..tasks import evaluate, evaluate_many
-
     size = max(1, settings.EVALSITE_TASK_BATCH)
     queue = lane(bulk=bulk)
     sent: list[str] = []
@@ -140,9 +124,10 @@ def _publish(ids: list[str], countdown: float | None = None, *, bulk: bool = Tru
         chunk = ids[start : start + size]
         try:
             if len(chunk) == 1:
-                evaluate.apply_async(args=[chunk[0]], countdown=countdown, queue=queue)
+                task = signature(EVALUATE_TASK, args=[chunk[0]])
             else:
-                evaluate_many.apply_async(args=[chunk], countdown=countdown, queue=queue)
+                task = signature(EVALUATE_MANY_TASK, args=[chunk])
+            task.apply_async(countdown=countdown, queue=queue)
         except Exception:  # noqa: BLE001 - any broker failure: the sweeper retries later
             logger.warning("broker unreachable; %d evaluation(s) stay queued", len(ids) - len(sent))
             break

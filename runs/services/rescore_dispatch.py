@@ -12,17 +12,19 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from celery import signature
 from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
 from ..models import PENDING_STATUSES, AgentRun, BatchStatus, Evaluation, RescoreBatch, Status
 from .evaluations import evaluations_enqueue
-from .results import run_refresh
+from .run_state import run_refresh
 
 logger = logging.getLogger(__name__)
 
 CHUNK = 500
+BATCH_WEBHOOK_TASK = "runs.tasks.batch_webhook"
 
 
 def _chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
@@ -170,9 +172,8 @@ def batches_sweep(*, now: datetime | None = None) -> int:
 
 def _send_webhook(batch_id: Any) -> None:
     if RescoreBatch.objects.filter(pk=batch_id).exclude(webhook_url="").exists():
-        from ..tasks import batch_webhook
-
-        batch_webhook.delay(str(batch_id))
+        # By name: tasks import services, never the other way round.
+        signature(BATCH_WEBHOOK_TASK, args=(str(batch_id),)).apply_async()
 
 
 def _resend_webhooks(now: datetime) -> None:

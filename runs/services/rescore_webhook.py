@@ -34,6 +34,7 @@ from runs.scoring.redact import new_ref, tenant_error
 from teams.services import team_webhook_secret
 
 from ..models import RescoreBatch
+from ..selectors import batch_progress
 
 logger = logging.getLogger(__name__)
 
@@ -74,8 +75,6 @@ def webhook_verify(*, secret: str, body: bytes, header: str, tolerance: float = 
 
 
 def _body(batch: RescoreBatch) -> bytes:
-    from ..selectors import batch_progress
-
     payload = {"event": "batch.finished", "batch": batch_progress(batch=batch).as_json()}
     return json.dumps(payload, cls=DjangoJSONEncoder, separators=(",", ":")).encode()
 

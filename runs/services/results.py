@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import connections, router, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from runs.scoring import JudgeCall, Usage
@@ -21,6 +21,8 @@ from ..models import (
     Status,
 )
 from .groupcommit import GroupCommit
+from .rescore_dispatch import batch_evaluation_finished
+from .run_state import run_refresh, runs_refresh, update_rows
 
 
 def _calls_json(calls: list[Any]) -> list[dict[str, Any]]:
@@ -74,8 +76,6 @@ def _batch_hook(evaluation: Evaluation) -> None:
     batch_id = evaluation.batch_id
     if batch_id is None:
         return
-    from .rescore_dispatch import batch_evaluation_finished
-
     transaction.on_commit(lambda: batch_evaluation_finished(batch_id=batch_id), robust=True)
 
 
@@ -161,7 +161,7 @@ def _write(jobs: list[Finished], runs: dict[Any, AgentRun]) -> None:
         Evaluation.objects.filter(id__in=current.demoted).update(is_current=False)
         CriterionVerdict.objects.filter(evaluation_id__in=current.demoted).update(is_current=False)
     for names, rows in updates.items():
-        _update_rows(Evaluation, rows, names)
+        update_rows(Evaluation, rows, names)
     CriterionVerdict.objects.bulk_create(verdicts)
     AlignmentBreakdown.objects.bulk_create(breakdowns)
     runs_refresh({run_id: run.rubric_id for run_id, run in runs.items()})
@@ -281,102 +281,6 @@ def _alignment_rows(evaluation: Evaluation, result: Any) -> list[AlignmentBreakd
             )
         )
     return rows
-
-
-def run_refresh(run_id: Any) -> None:
-    """Recompute the run's denormalised status and current result from its evaluations."""
-    rubric_id = AgentRun.objects.filter(pk=run_id).values_list("rubric_id", flat=True).get()
-    runs_refresh({run_id: rubric_id})
-
-
-def runs_refresh(rubric_of: dict[Any, Any]) -> None:
-    """run_refresh for several runs (run id -> the run's own rubric id) in a fixed number of
-    statements."""
-    by_run: dict[Any, list[dict[str, Any]]] = {run_id: [] for run_id in rubric_of}
-    for row in (
-        Evaluation.objects.filter(run_id__in=list(rubric_of), calibration=False)
-        .order_by("-created_at")
-        .values(
-            "id",
-            "run_id",
-            "kind",
-            "rubric_id",
-            "rubric_version_id",
-            "status",
-            "is_current",
-            "score",
-            "passed",
-        )
-    ):
-        by_run[row["run_id"]].append(dict(row))
-    fields: dict[Any, dict[str, Any]] = {}
-    picked: dict[Any, tuple[Any, Any]] = {}
-    for run_id, evaluations in by_run.items():
-        values: dict[str, Any] = {"status": _run_status(evaluations)}
-        rubric_current = [e for e in evaluations if e["kind"] == Kind.RUBRIC and e["is_current"]]
-        preferred = [
-            e for e in rubric_current if e["rubric_id"] == rubric_of[run_id]
-        ] or rubric_current
-        if preferred:
-            values.update(
-                passed=preferred[0]["passed"],
-                score=preferred[0]["score"],
-                current_version_id=preferred[0]["rubric_version_id"],
-            )
-        alignment = [e for e in evaluations if e["kind"] == Kind.ALIGNMENT and e["is_current"]]
-        if alignment:
-            values["alignment_score"] = alignment[0]["score"]
-        fields[run_id] = values
-        picked[run_id] = (
-            preferred[0]["id"] if preferred else None,
-            alignment[0]["id"] if alignment else None,
-        )
-    # Human review labels adjust passed/score/alignment_score; the evaluations keep the judge's.
-    from reviews.services import review_results_refresh
-
-    for run_id, adjusted in review_results_refresh(picked).items():
-        fields[run_id].update(adjusted)
-    groups: dict[tuple[str, ...], list[AgentRun]] = {}
-    for run_id, values in fields.items():
-        groups.setdefault(tuple(sorted(values)), []).append(AgentRun(pk=run_id, **values))
-    for names, rows in groups.items():
-        _update_rows(AgentRun, rows, names)
-
-
-def _update_rows(model: Any, rows: list[Any], names: tuple[str, ...]) -> None:
-    """Write the named fields of unsaved instances, by primary key: one prepared UPDATE sent
-    for all rows at once (executemany). Values go through each field's own database
-    preparation, exactly as QuerySet.update would send them, without building a query
-    object per row."""
-    connection = connections[router.db_for_write(model)]
-    fields = [model._meta.get_field(name) for name in names]
-    pk = model._meta.pk
-    quote = connection.ops.quote_name
-    sql = "UPDATE {} SET {} WHERE {} = %s".format(  # noqa: S608 - quoted model identifiers
-        quote(model._meta.db_table),
-        ", ".join(f"{quote(f.column)} = %s" for f in fields),
-        quote(pk.column),
-    )
-    params = [
-        [f.get_db_prep_save(getattr(row, f.attname), connection) for f in fields]
-        + [pk.get_db_prep_value(row.pk, connection)]
-        for row in rows
-    ]
-    with connection.cursor() as cursor:
-        cursor.executemany(sql, params)
-
-
-def _run_status(evaluations: list[dict[str, Any]]) -> str:
-    statuses = {e["status"] for e in evaluations}
-    if Status.RUNNING in statuses:
-        return Status.RUNNING
-    if Status.QUEUED in statuses:
-        return Status.QUEUED
-    newest: dict[tuple, str] = {}
-    for e in evaluations:  # newest first
-        if e["status"] != Status.CANCELLED:
-            newest.setdefault((e["kind"], e["rubric_id"]), e["status"])
-    return Status.FAILED if Status.FAILED in newest.values() else Status.SUCCEEDED
 
 
 _commits: GroupCommit[Finished, bool] = GroupCommit(record_successes)

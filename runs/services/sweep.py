@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from ..models import Evaluation, Status
 from .evaluations import _publish
+from .rescore_dispatch import batches_sweep
 from .results import run_refresh
 
 logger = logging.getLogger(__name__)
@@ -38,8 +39,6 @@ def evaluations_sweep(*, now=None) -> SweepReport:
     resent = _resend_queued(now)
     # Re-score batches: refill their windows and end the ones whose work is all done, in case a
     # worker died between finishing an evaluation and doing so itself.
-    from .rescore_dispatch import batches_sweep
-
     dispatched = batches_sweep(now=now)
     if expired or failed or resent or dispatched:
         logger.info(

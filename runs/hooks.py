@@ -1,0 +1,28 @@
+"""Hooks through which an app above runs (reviews) takes part in runs' own writes.
+
+runs must not import the apps built on it; an app that needs to be told registers a function
+here from its ``AppConfig.ready()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+ResultAdjuster = Callable[[dict[Any, tuple[Any, Any]]], dict[Any, dict[str, Any]]]
+"""Takes {run id: (current rubric evaluation id, current alignment evaluation id)} (either may
+be None) and answers {run id: the fields to change on that run (``passed``, ``score``,
+``alignment_score``)} for the runs it adjusts. Called inside the refresh's transaction."""
+
+_result_adjusters: list[ResultAdjuster] = []
+
+
+def result_adjuster_register(adjust: ResultAdjuster) -> None:
+    """Every run refresh (runs.services.run_state) lets ``adjust`` change the run's denormalised
+    result. Registering the same function again changes nothing."""
+    if adjust not in _result_adjusters:
+        _result_adjusters.append(adjust)
+
+
+def result_adjusters() -> tuple[ResultAdjuster, ...]:
+    return tuple(_result_adjusters)
