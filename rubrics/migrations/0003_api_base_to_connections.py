@@ -6,7 +6,7 @@ deployment's key must not follow a team's address, so owners add the key to the 
 
 Evaluations still pending were frozen with that api_base: they are judged through the new
 connection when it is the same address, and otherwise fail with a clear error when their turn
-comes (``legacy_api_base``, runs/services/judges.py): never with the deployment's key.
+comes (``legacy_api_base``, rubrics/judging.py): never with the deployment's key.
 """
 
 from urllib.parse import urlsplit

@@ -19,6 +19,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from rubrics.judging import judge_for
 from rubrics.models import Criterion
 from runs.judge_runtime import claim_room, run_judged
 from runs.scoring import (
@@ -43,7 +44,6 @@ from ..ratelimit import judge_admit, limit_for
 from .estimates import evaluation_plan
 from .evaluations import evaluation_publish_later
 from .groupcommit import GroupCommit
-from .judges import judge_for
 from .results import Finished, record_failure, record_many, run_refresh
 
 logger = logging.getLogger(__name__)

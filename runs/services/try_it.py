@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from rubrics.judging import judge_config_for, judge_for
 from rubrics.models import Rubric, Strategy
 from rubrics.services import CriterionInput, criteria_validate
 from runs.judge_runtime import run_judged
@@ -14,8 +15,6 @@ from runs.scoring import JudgeError, RubricScorer, ScoringInputError
 from runs.scoring.redact import tenant_error
 
 from ..models import AgentRun, Evaluation
-from .evaluations import judge_config_for
-from .judges import judge_for
 
 
 @dataclass(frozen=True)

@@ -66,8 +66,8 @@ def test_running_it_twice_changes_nothing_more(team, make_rubric):
 def test_pending_evaluations_follow_the_new_connection_or_fail_never_with_the_deployment_key(
     team, make_rubric, make_run, fake_judge
 ):
+    from rubrics.judging import LEGACY_BASE, judge_for
     from runs.models import Evaluation
-    from runs.services.judges import LEGACY_BASE, judge_for
 
     rubric = with_api_base(make_rubric(), "http://llm.internal/v1")
     same, moved, deployment = (make_run(rubric=rubric.slug) for _ in range(3))
