@@ -16,6 +16,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from evalsite.errors import page_message
 from rubrics.models import Rubric, RubricVersion
 from runs.models import AgentRun
 from teams.access import editor_required, team_object_or_404, team_required
@@ -25,7 +26,7 @@ from .api import export_response
 from .services import ReviewConflict, Reviewer, ReviewValidationError
 
 
-def _rubric(request: HttpRequest, rubric_id: Any) -> Rubric:
+def _rubric_or_404(request: HttpRequest, rubric_id: Any) -> Rubric:
     return team_object_or_404(
         request, Rubric.objects.select_related("current_version"), id=rubric_id
     )
@@ -72,7 +73,7 @@ def _int(value: Any, default: int | None = None) -> int | None:
 @team_required
 @require_GET
 def queue(request: HttpRequest, rubric_id: Any) -> HttpResponse:
-    rubric = _rubric(request, rubric_id)
+    rubric = _rubric_or_404(request, rubric_id)
     filters = selectors.QueueFilters.from_query(request.GET)
     flagged = _flagged_keys(rubric)
     page = selectors.review_queue(
@@ -97,7 +98,7 @@ def queue(request: HttpRequest, rubric_id: Any) -> HttpResponse:
 @require_POST
 def queue_next(request: HttpRequest, rubric_id: Any) -> HttpResponse:
     """Claim the next unreviewed run nobody else holds and open it (the keyboard's ``n``)."""
-    rubric = _rubric(request, rubric_id)
+    rubric = _rubric_or_404(request, rubric_id)
     filters = selectors.QueueFilters.from_query(request.POST)
     run = services.claim_next(
         rubric=rubric,
@@ -148,7 +149,7 @@ def _review_context(
 @team_required
 @require_GET
 def review(request: HttpRequest, rubric_id: Any, run_id: Any) -> HttpResponse:
-    rubric = _rubric(request, rubric_id)
+    rubric = _rubric_or_404(request, rubric_id)
     run = _run(request, run_id)
     claim_ok = True
     if request.membership.can_edit:  # type: ignore[attr-defined]
@@ -190,7 +191,7 @@ def _invalid(
 @require_POST
 def review_verdict(request: HttpRequest, rubric_id: Any, run_id: Any) -> HttpResponse:
     """Agree or disagree with the judge on one criterion (``a`` / ``d`` on the keyboard)."""
-    rubric = _rubric(request, rubric_id)
+    rubric = _rubric_or_404(request, rubric_id)
     run = _run(request, run_id)
     key = request.POST.get("criterion", "")
     satisfied = request.POST.get("satisfied")
@@ -208,14 +209,14 @@ def review_verdict(request: HttpRequest, rubric_id: Any, run_id: Any) -> HttpRes
     except ReviewValidationError as exc:
         return _invalid(request, rubric, run, {key: exc.errors})
     except ReviewConflict as exc:
-        messages.error(request, str(exc))
+        messages.error(request, page_message(exc))
     return _after_change(request, rubric, run, key)
 
 
 @editor_required
 @require_POST
 def review_alignment(request: HttpRequest, rubric_id: Any, run_id: Any) -> HttpResponse:
-    rubric = _rubric(request, rubric_id)
+    rubric = _rubric_or_404(request, rubric_id)
     run = _run(request, run_id)
     perspective, dimension = request.POST.get("perspective", ""), request.POST.get("dimension", "")
     field = f"{perspective}-{dimension}"
@@ -235,14 +236,14 @@ def review_alignment(request: HttpRequest, rubric_id: Any, run_id: Any) -> HttpR
     except ReviewValidationError as exc:
         return _invalid(request, rubric, run, {field: exc.errors})
     except ReviewConflict as exc:
-        messages.error(request, str(exc))
+        messages.error(request, page_message(exc))
     return _after_change(request, rubric, run)
 
 
 @editor_required
 @require_POST
 def review_revert(request: HttpRequest, rubric_id: Any, run_id: Any) -> HttpResponse:
-    rubric = _rubric(request, rubric_id)
+    rubric = _rubric_or_404(request, rubric_id)
     run = _run(request, run_id)
     change_id = request.POST.get("change", "")
     alignment = request.POST.get("kind") == "alignment"
@@ -255,21 +256,21 @@ def review_revert(request: HttpRequest, rubric_id: Any, run_id: Any) -> HttpResp
         revert(row=row, reviewer=Reviewer(user=request.user))  # type: ignore[arg-type]
         messages.success(request, "Change reverted.")
     except ReviewConflict as exc:
-        messages.error(request, str(exc))
+        messages.error(request, page_message(exc))
     return _after_change(request, rubric, run)
 
 
 @editor_required
 @require_POST
 def review_golden(request: HttpRequest, rubric_id: Any, run_id: Any) -> HttpResponse:
-    rubric = _rubric(request, rubric_id)
+    rubric = _rubric_or_404(request, rubric_id)
     run = _run(request, run_id)
     try:
         services.golden_set_mark(
             run=run, rubric_id=rubric.pk, golden=request.POST.get("golden") == "true"
         )
     except ReviewConflict as exc:
-        messages.error(request, str(exc))
+        messages.error(request, page_message(exc))
     return _after_change(request, rubric, run)
 
 
@@ -287,7 +288,7 @@ def _version(request: HttpRequest, rubric: Rubric) -> RubricVersion | None:
 @team_required
 @require_GET
 def agreement(request: HttpRequest, rubric_id: Any) -> HttpResponse:
-    rubric = _rubric(request, rubric_id)
+    rubric = _rubric_or_404(request, rubric_id)
     report = selectors.rubric_agreement(rubric=rubric, version=_version(request, rubric))
     versions = list(
         RubricVersion.objects.filter(rubric=rubric)
@@ -306,7 +307,7 @@ def agreement(request: HttpRequest, rubric_id: Any) -> HttpResponse:
 def export(request: HttpRequest, rubric_id: Any, fmt: str) -> HttpResponse:
     if fmt not in ("csv", "jsonl"):
         raise Http404("Unknown format")
-    return export_response(_rubric(request, rubric_id), fmt)  # type: ignore[return-value]  # streamed
+    return export_response(_rubric_or_404(request, rubric_id), fmt)  # type: ignore[return-value]  # streamed
 
 
 # --- Calibration ------------------------------------------------------------------------------
@@ -338,14 +339,14 @@ def _candidate_text(rubric: Rubric) -> str:
 @team_required
 @require_GET
 def golden(request: HttpRequest, rubric_id: Any) -> HttpResponse:
-    return _golden_page(request, _rubric(request, rubric_id))
+    return _golden_page(request, _rubric_or_404(request, rubric_id))
 
 
 @editor_required
 @require_POST
 def golden_start(request: HttpRequest, rubric_id: Any) -> HttpResponse:
     """Score the golden set with the candidate criteria from the form."""
-    rubric = _rubric(request, rubric_id)
+    rubric = _rubric_or_404(request, rubric_id)
     try:
         started = services.golden_run(
             rubric=rubric,
@@ -373,13 +374,13 @@ def _consistency_page(
 @team_required
 @require_GET
 def consistency(request: HttpRequest, rubric_id: Any) -> HttpResponse:
-    return _consistency_page(request, _rubric(request, rubric_id))
+    return _consistency_page(request, _rubric_or_404(request, rubric_id))
 
 
 @editor_required
 @require_POST
 def consistency_start(request: HttpRequest, rubric_id: Any) -> HttpResponse:
-    rubric = _rubric(request, rubric_id)
+    rubric = _rubric_or_404(request, rubric_id)
     try:
         started = services.consistency_check(
             rubric=rubric,
@@ -420,6 +421,6 @@ def run_panel(request: HttpRequest, run_id: Any) -> HttpResponse:
 @team_required
 @require_GET
 def rubric_flags(request: HttpRequest, rubric_id: Any) -> HttpResponse:
-    rubric = _rubric(request, rubric_id)
+    rubric = _rubric_or_404(request, rubric_id)
     report = selectors.rubric_agreement(rubric=rubric, version=rubric.current_version)
     return render(request, "reviews/_rubric_flags.html", {"rubric": rubric, "report": report})

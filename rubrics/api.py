@@ -179,7 +179,7 @@ def _version(version: RubricVersion | None) -> dict[str, Any] | None:
     }
 
 
-def _rubric(rubric: Rubric) -> dict[str, Any]:
+def _rubric_out(rubric: Rubric) -> dict[str, Any]:
     fields = [
         "id",
         "slug",
@@ -217,7 +217,7 @@ def _editable(request: HttpRequest, ref: str) -> tuple[Rubric, Caller]:
 
 def _reloaded(request: HttpRequest, rubric: Rubric) -> dict[str, Any]:
     """The rubric as stored, with its current version's criteria (after a write)."""
-    return _rubric(_found(request, str(rubric.id)))
+    return _rubric_out(_found(request, str(rubric.id)))
 
 
 # --- Operations -------------------------------------------------------------------------------
@@ -234,7 +234,7 @@ def list_rubrics(
     page = rubrics_list(
         team=caller(request).team, include_archived=include_archived, cursor=cursor, limit=limit
     )
-    return {"items": [_rubric(r) for r in page.items], "next_cursor": page.next_cursor}
+    return {"items": [_rubric_out(r) for r in page.items], "next_cursor": page.next_cursor}
 
 
 @router.post("", response=with_errors({201: RubricOut}, 400, 413))
@@ -257,7 +257,7 @@ def create_rubric(request: HttpRequest, payload: RubricIn):
 
 @router.get("/{rubric}", response=with_errors({200: RubricOut}, 404))
 def get_rubric(request: HttpRequest, rubric: str = RubricRef):
-    return _rubric(_found(request, rubric))
+    return _rubric_out(_found(request, rubric))
 
 
 @router.patch("/{rubric}", response=with_errors({200: RubricOut}, 400, 404, 413))

@@ -8,18 +8,17 @@ from typing import Any
 
 from django import forms
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
-from django_htmx.middleware import HtmxDetails
 
+from evalsite.errors import page_message
 from runs.scoring.text import count_criteria, parse_criteria
 from runs.selectors import rubric_stats
 from runs.services.try_it import rubric_try
-from teams.access import editor_required, team_object_or_404, team_required
-from teams.models import Membership, Team
+from teams.access import TeamRequest, editor_required, team_object_or_404, team_required
 from teams.selectors import judge_connections_list
 
 from . import selectors
@@ -44,14 +43,6 @@ from .services import (
     rubric_set_criteria,
     rubric_update,
 )
-
-
-class TeamRequest(HttpRequest):
-    """What the middlewares add (django-stubs' typing pattern): htmx details and the team."""
-
-    htmx: HtmxDetails
-    team: Team
-    membership: Membership
 
 
 def redirect_after_post(request: TeamRequest, url: str) -> HttpResponse:
@@ -126,7 +117,7 @@ def _create(request: TeamRequest, form: RubricCreateForm) -> Rubric | None:
 # --- The editor ----------------------------------------------------------------------------------
 
 
-def _rubric(request: TeamRequest, rubric_id: Any) -> Rubric:
+def _rubric_or_404(request: TeamRequest, rubric_id: Any) -> Rubric:
     return team_object_or_404(
         request, Rubric.objects.select_related("current_version", "judge_connection"), id=rubric_id
     )
@@ -178,7 +169,7 @@ def _editor_context(request: TeamRequest, rubric: Rubric, **overrides: Any) -> d
 @team_required
 @require_GET
 def rubric_detail(request: TeamRequest, rubric_id: Any) -> HttpResponse:
-    rubric = _rubric(request, rubric_id)
+    rubric = _rubric_or_404(request, rubric_id)
     template = "rubrics/rubric_detail.html"
     if request.htmx and "a" in request.GET:
         template += "#diff"
@@ -199,7 +190,7 @@ def _posted_draft(request: TeamRequest) -> tuple[Any, DraftMetaForm, list[dict[s
 def rubric_criteria(request: TeamRequest, rubric_id: Any) -> HttpResponse:
     """Every change to the draft: add/delete/move rows, preview and accept a paste, save.
     Only ``save`` writes (a new version); the rest re-render the draft held in the form."""
-    rubric = _rubric(request, rubric_id)
+    rubric = _rubric_or_404(request, rubric_id)
     formset, meta, rows = _posted_draft(request)
     op = request.POST.get("op", "")
     if not formset.is_valid():
@@ -263,7 +254,7 @@ def _save(
 @editor_required
 @require_POST
 def rubric_settings(request: TeamRequest, rubric_id: Any) -> HttpResponse:
-    rubric = _rubric(request, rubric_id)
+    rubric = _rubric_or_404(request, rubric_id)
     form = RubricSettingsForm(request.POST, connections=judge_connections_list(team=request.team))
     if form.is_valid():
         try:
@@ -283,7 +274,7 @@ def rubric_settings(request: TeamRequest, rubric_id: Any) -> HttpResponse:
 @require_POST
 def rubric_try_view(request: TeamRequest, rubric_id: Any) -> HttpResponse:
     """Score one stored run with the draft criteria, saving nothing."""
-    rubric = _rubric(request, rubric_id)
+    rubric = _rubric_or_404(request, rubric_id)
     formset, meta, rows = _posted_draft(request)
     criteria, _ = draft_criteria(rows)
     run = rubric_stats.rubric_try_run(rubric=rubric, run_id=request.POST.get("try_run"))
@@ -308,7 +299,7 @@ def _try(rubric: Rubric, criteria: list[Any], run: Any) -> tuple[Any, str]:
     try:
         return rubric_try(rubric=rubric, criteria=criteria, run=run), ""
     except RubricValidationError as exc:
-        return None, "; ".join(exc.errors.values())
+        return None, page_message(exc)
 
 
 # --- Failed-criteria review ----------------------------------------------------------------------
@@ -341,7 +332,8 @@ def failures(request: TeamRequest) -> HttpResponse:
         chosen = None
     rubric = next((r for r in rubrics if str(r.id) == chosen), None)
     if chosen and rubric is None:
-        rubric = _rubric(request, chosen)  # archived rubrics are reviewable; others' are a 404
+        # Archived rubrics are reviewable; others' are a 404.
+        rubric = _rubric_or_404(request, chosen)
     rubric = rubric or next((r for r in rubrics if r.current_version_id), None)
     context: dict[str, Any] = {
         "rubrics": rubrics,
@@ -371,7 +363,7 @@ def failures(request: TeamRequest) -> HttpResponse:
 @require_GET
 def failures_walk(request: TeamRequest, rubric_id: Any, key: str) -> HttpResponse:
     """Walk the runs failing one criterion, newest first; j/k or the links move."""
-    rubric = _rubric(request, rubric_id)
+    rubric = _rubric_or_404(request, rubric_id)
     version = _version_for(request, rubric)
     criterion = Criterion.objects.filter(version=version, key=key).first() if version else None
     if criterion is None:

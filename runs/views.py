@@ -7,17 +7,16 @@ import uuid
 from typing import Any
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.middleware import HtmxDetails
 
+from evalsite.errors import page_message
 from evalsite.pagination import InvalidCursor
 from rubrics.models import Criterion, Rubric, RubricVersion
-from teams.access import editor_required, team_object_or_404, team_required
-from teams.models import Membership, Team
+from teams.access import TeamRequest, editor_required, team_object_or_404, team_required
 
 from . import selectors
 from .forms import RescoreForm, RunFilterForm
@@ -31,15 +30,6 @@ from .services.rescore import (
     batch_create,
     batch_estimate,
 )
-
-
-class TeamRequest(HttpRequest):
-    """What the middlewares add (django-stubs' typing pattern): htmx details and the team."""
-
-    htmx: HtmxDetails
-    team: Team
-    membership: Membership
-
 
 PAGE_SIZE = 50
 
@@ -258,10 +248,10 @@ def rescore_start(request: TeamRequest) -> HttpResponse:
             for r, s in targets
         ]
     except RescoreValidationError as exc:
-        messages.error(request, "Could not re-score: " + "; ".join(exc.errors.values()))
+        messages.error(request, "Could not re-score: " + page_message(exc))
         return _redirect_back(request, reverse("run_list"))
     except TooManyBatches as exc:
-        messages.error(request, f"Could not re-score: {exc}.")
+        messages.error(request, f"Could not re-score: {page_message(exc)}.")
         return _redirect_back(request, reverse("batch_list"))
     return _after_rescore(request, form, batches)
 

@@ -8,8 +8,17 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Model, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django_htmx.middleware import HtmxDetails
 
-from .models import Role
+from .models import Membership, Role, Team
+
+
+class TeamRequest(HttpRequest):
+    """What the middlewares add (django-stubs' typing pattern): htmx details and the team."""
+
+    htmx: HtmxDetails
+    team: Team
+    membership: Membership
 
 
 def team_object_or_404(request: HttpRequest, queryset: QuerySet | type[Model], **lookup: Any):

@@ -16,7 +16,10 @@ from django.utils.cache import add_never_cache_headers
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from evalsite.errors import page_message
+
 from .access import (
+    TeamRequest,
     bad_request,
     editor_required,
     owner_required,
@@ -137,10 +140,10 @@ class ConnectionForm(forms.Form):
             self.add_error(field if field in self.fields else None, message)
 
 
-def _connection_rows(request: HttpRequest, editing: Any = None) -> list[tuple[Any, Any]]:
+def _connection_rows(request: TeamRequest, editing: Any = None) -> list[tuple[Any, Any]]:
     """Each connection with the form that edits it (the posted one when it had errors)."""
     rows = []
-    for connection in judge_connections_list(team=request.team):  # type: ignore[attr-defined]
+    for connection in judge_connections_list(team=request.team):
         form = (
             editing if editing is not None and editing.prefix == f"conn-{connection.pk}" else None
         )
@@ -148,12 +151,12 @@ def _connection_rows(request: HttpRequest, editing: Any = None) -> list[tuple[An
     return rows
 
 
-def _settings_page(request: HttpRequest, *, status: int = 200, **context: Any) -> HttpResponse:
-    team = request.team  # type: ignore[attr-defined]
+def _settings_page(request: TeamRequest, *, status: int = 200, **context: Any) -> HttpResponse:
+    team = request.team
     context.setdefault("key_form", ApiKeyForm())
     context.setdefault("connection_form", ConnectionForm(prefix="new"))
     context["connections"] = _connection_rows(request, context.get("editing"))
-    context["is_owner"] = request.membership.role == "owner"  # type: ignore[attr-defined]
+    context["is_owner"] = request.membership.role == "owner"
     context.setdefault(
         "settings_form", TeamSettingsForm(initial={"confirm_cost_above": team.confirm_cost_above})
     )
@@ -166,17 +169,17 @@ def _settings_page(request: HttpRequest, *, status: int = 200, **context: Any) -
 
 @team_required
 @require_GET
-def team_settings(request: HttpRequest) -> HttpResponse:
+def team_settings(request: TeamRequest) -> HttpResponse:
     return _settings_page(request)
 
 
 @editor_required
 @require_POST
-def team_settings_save(request: HttpRequest) -> HttpResponse:
+def team_settings_save(request: TeamRequest) -> HttpResponse:
     form = TeamSettingsForm(request.POST)
     if form.is_valid():
         try:
-            team_update_settings(team=request.team, **form.cleaned_data)  # type: ignore[attr-defined]
+            team_update_settings(team=request.team, **form.cleaned_data)
         except TeamValidationError as exc:
             for field, message in exc.errors.items():
                 form.add_error(field if field in form.fields else None, message)
@@ -188,14 +191,14 @@ def team_settings_save(request: HttpRequest) -> HttpResponse:
 
 @editor_required
 @require_POST
-def api_key_new(request: HttpRequest) -> HttpResponse:
+def api_key_new(request: TeamRequest) -> HttpResponse:
     """Create a key and show its secret on this response only: it is stored hashed, so no
     later page can show it again (hence no redirect here)."""
     form = ApiKeyForm(request.POST)
     if not form.is_valid():
         return _settings_page(request, key_form=form)
     key, raw = api_key_create(
-        team=request.team,  # type: ignore[attr-defined]
+        team=request.team,
         name=form.cleaned_data["name"],
         created_by=request.user,  # type: ignore[arg-type]
     )
@@ -204,7 +207,7 @@ def api_key_new(request: HttpRequest) -> HttpResponse:
 
 @editor_required
 @require_POST
-def api_key_revoke_view(request: HttpRequest, key_id: Any) -> HttpResponse:
+def api_key_revoke_view(request: TeamRequest, key_id: Any) -> HttpResponse:
     key = team_object_or_404(request, ApiKey, id=key_id)
     api_key_revoke(key=key)
     messages.success(request, f"Key “{key.name}” revoked: requests with it now get 401.")
@@ -213,16 +216,16 @@ def api_key_revoke_view(request: HttpRequest, key_id: Any) -> HttpResponse:
 
 @owner_required
 @require_POST
-def webhook_secret_rotate(request: HttpRequest) -> HttpResponse:
+def webhook_secret_rotate(request: TeamRequest) -> HttpResponse:
     """Make a new webhook signing secret and show it on this response only (it is stored
     encrypted and never shown again)."""
-    raw = team_webhook_secret_rotate(team=request.team)  # type: ignore[attr-defined]
+    raw = team_webhook_secret_rotate(team=request.team)
     return _settings_page(request, new_webhook_secret=raw)
 
 
 @owner_required
 @require_POST
-def connection_new(request: HttpRequest) -> HttpResponse:
+def connection_new(request: TeamRequest) -> HttpResponse:
     """Create a connection and show its key on this response only (no redirect): every later
     page shows only its last four characters."""
     form = ConnectionForm(request.POST, prefix="new")
@@ -231,7 +234,7 @@ def connection_new(request: HttpRequest) -> HttpResponse:
     data = form.cleaned_data
     try:
         connection = connection_create(
-            team=request.team,  # type: ignore[attr-defined]
+            team=request.team,
             name=data["name"],
             model=data["model"],
             api_base=data["api_base"],
@@ -248,7 +251,7 @@ def connection_new(request: HttpRequest) -> HttpResponse:
 
 @owner_required
 @require_POST
-def connection_edit(request: HttpRequest, connection_id: Any) -> HttpResponse:
+def connection_edit(request: TeamRequest, connection_id: Any) -> HttpResponse:
     """Change a connection; a new key replaces the stored one, a blank one keeps it."""
     connection = team_object_or_404(request, JudgeConnection, id=connection_id)
     form = ConnectionForm(request.POST, prefix=f"conn-{connection.pk}")
@@ -269,12 +272,12 @@ def connection_edit(request: HttpRequest, connection_id: Any) -> HttpResponse:
 
 @owner_required
 @require_POST
-def connection_delete_view(request: HttpRequest, connection_id: Any) -> HttpResponse:
+def connection_delete_view(request: TeamRequest, connection_id: Any) -> HttpResponse:
     connection = team_object_or_404(request, JudgeConnection, id=connection_id)
     try:
         connection_delete(connection=connection)
     except ConnectionInUse as exc:
-        messages.error(request, str(exc))
+        messages.error(request, page_message(exc))
     else:
         messages.success(request, f"Connection “{connection.name}” deleted.")
     return redirect("team_settings")

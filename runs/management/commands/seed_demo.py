@@ -70,8 +70,12 @@ class Command(BaseCommand):
             team = Team.objects.filter(slug="demo").first() or team_create(name="Demo", slug="demo")
             user = self._user(options["password"])
             membership_set(team=team, user=user, role="owner")
-            support = self._rubric(team, "Support reply", "support-reply", SUPPORT_CRITERIA, "both")
-            code = self._rubric(team, "Code review answer", "code-review", CODE_CRITERIA, "off")
+            support = self._demo_rubric(
+                team, "Support reply", "support-reply", SUPPORT_CRITERIA, "both"
+            )
+            code = self._demo_rubric(
+                team, "Code review answer", "code-review", CODE_CRITERIA, "off"
+            )
         created = self._support_runs(team, support, options["runs"])
         created += self._code_runs(team, code)
         self.stdout.write(
@@ -88,7 +92,9 @@ class Command(BaseCommand):
             user = User.objects.create_user(username="demo", password=password)
         return user
 
-    def _rubric(self, team: Team, name: str, slug: str, criteria: Any, alignment: str) -> Rubric:
+    def _demo_rubric(
+        self, team: Team, name: str, slug: str, criteria: Any, alignment: str
+    ) -> Rubric:
         existing = Rubric.objects.filter(team=team, slug=slug).first()
         if existing is not None:
             return existing
