@@ -50,6 +50,9 @@ class AgentRun(models.Model):
     # Denormalised current result, written in the evaluation's own transaction so lists and
     # filters never aggregate evaluations on the fly.
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.SUCCEEDED)
+    # passed, score and alignment_score are human-adjusted: the judge's result until a reviewer
+    # labels or overrides a verdict or an alignment dimension, then the result recomputed with
+    # those labels (reviews/services/refresh.py); the judge's own result stays on Evaluation.
     passed = models.BooleanField(null=True)
     score = models.FloatField(null=True)
     alignment_score = models.FloatField(null=True)
@@ -197,7 +200,7 @@ class Evaluation(models.Model):
     completion_tokens = models.PositiveIntegerField(default=0)
     cost = models.FloatField(null=True, blank=True)
     latency_ms = models.FloatField(null=True, blank=True)
-    # Results.
+    # The judge's results, as judged (AgentRun carries the human-adjusted ones).
     score = models.FloatField(null=True, blank=True)
     passed = models.BooleanField(null=True)
     reason = models.TextField(blank=True)
