@@ -18,6 +18,8 @@ def _limit_judge_calls(sender: object = None, **_: object) -> None:
     """At most --concurrency judge calls in flight per worker process, also when messages
     carry several evaluations each (runs.tasks.evaluate_many); those calls, the claimed
     evaluations and the worker's threads shared fairly between teams."""
+    # Imported late, here and below: this module is imported by evalsite/__init__.py, before
+    # Django's settings and apps are ready; these handlers run in a started worker.
     from django.conf import settings
 
     from runs.fair_worker import share_threads

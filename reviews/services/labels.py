@@ -1,7 +1,7 @@
 """Reviewers' labels: confirm or override a criterion verdict or an alignment dimension, revert.
 
 Every change appends one history row and rewrites the label in effect, then recomputes the
-run's result (runs.services.results.run_refresh, which asks review_result_refresh for the
+run's result (runs.services.run_state.run_refresh, which asks review_results_refresh for the
 human-adjusted values), all in one transaction under the run's row lock — the lock the worker
 takes to record a result — so a label and a finishing evaluation never interleave.
 """
@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from runs.models import AgentRun, AlignmentBreakdown, CriterionVerdict, Evaluation
 from runs.scoring import DIMENSIONS
-from runs.services.results import run_refresh
+from runs.services.run_state import run_refresh
 
 from ..effective import text_hash
 from ..models import (

@@ -1,10 +1,11 @@
 """The human-adjusted result of a run, computed whenever its result is (run_refresh).
 
-runs.services.results.run_refresh calls review_result_refresh inside its transaction with the
-evaluations it picked as current. The evaluations keep the judge's values; what comes back
-replaces the run's denormalised passed/score/alignment_score, so lists and filters read the
-result as reviewers corrected it. It also keeps each RunReview's progress in step with the
-run's current verdicts (a re-score with reworded criteria makes a reviewed run unreviewed).
+runs.services.run_state.run_refresh calls review_results_refresh (registered as a hook in
+ReviewsConfig.ready()) inside its transaction with the evaluations it picked as current. The
+evaluations keep the judge's values; what comes back replaces the run's denormalised
+passed/score/alignment_score, so lists and filters read the result as reviewers corrected it.
+It also keeps each RunReview's progress in step with the run's current verdicts (a re-score
+with reworded criteria makes a reviewed run unreviewed).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from django.db.models import Q
 from django.utils import timezone
 
-from runs.models import AlignmentBreakdown, CriterionVerdict, Evaluation, Kind
+from runs.models import AgentRun, AlignmentBreakdown, CriterionVerdict, Evaluation, Kind
 from runs.scoring import (
     DIMENSIONS,
     alignment_combine,
@@ -149,8 +150,6 @@ def _progress_save(run_id: Any, rubric_id: Any, verdicts: list[EffectiveVerdict]
 
 
 def _team_of(run_id: Any) -> Any:
-    from runs.models import AgentRun
-
     return AgentRun.objects.filter(pk=run_id).values_list("team_id", flat=True).get()
 
 
