@@ -187,6 +187,16 @@ def make_run(team) -> Callable[..., Any]:
     return make
 
 
+def queued_evaluation(**fields: Any) -> Any:
+    """A queued evaluation of an existing run (a newer one: a re-score, another version or
+    judge), stored as ingest and re-scoring store theirs: evaluation_build's unsaved row,
+    bulk-inserted. Nothing enqueues it; the test judges it (evaluation_execute)."""
+    from runs.models import Evaluation
+    from runs.services.evaluations import evaluation_build
+
+    return Evaluation.objects.bulk_create([evaluation_build(**fields)])[0]
+
+
 # --- API clients (helpers in tests/api_client.py) ------------------------------------------------
 
 

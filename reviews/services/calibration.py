@@ -1,7 +1,7 @@
 """Calibration judgements: golden-set runs and judge consistency checks.
 
-Both create *calibration* evaluations through the runs services (evaluation_build, the
-unsaved form of evaluation_create, so the calibration flag is set before the insert; then
+Both create *calibration* evaluations through the runs services (evaluation_build returns
+them unsaved, so the calibration flag is set before the insert; then
 evaluations_enqueue on commit). Calibration evaluations are judged by the workers like any
 other, with ``force`` so verdict reuse cannot answer a repeated judgement from the first one,
 and they never become a run's current result. Nothing here calls a judge.

@@ -1,10 +1,6 @@
 """Writes for runs and evaluations (see the modules for each flow)."""
 
-from .evaluations import (
-    evaluation_create,
-    evaluations_enqueue,
-    judge_config_for,
-)
+from .evaluations import evaluations_enqueue, judge_config_for
 from .execute import evaluation_execute, evaluations_execute
 from .ingest import RunConflict, RunTooLarge, RunValidationError, run_ingest
 from .sweep import evaluations_sweep
@@ -13,7 +9,6 @@ __all__ = [
     "RunConflict",
     "RunTooLarge",
     "RunValidationError",
-    "evaluation_create",
     "evaluation_execute",
     "evaluations_execute",
     "evaluations_enqueue",

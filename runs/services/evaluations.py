@@ -20,37 +20,11 @@ from ..models import AgentRun, Evaluation, Kind, RescoreBatch, Status
 logger = logging.getLogger(__name__)
 
 # The tasks that judge evaluations (runs/tasks.py), sent by name: tasks import services, never
-# the other way round.
+# the other way round. A signature by name publishes through the registered task where
+# runs.tasks is loaded (workers), else through send_task; the worker applies the task's own
+# options (time limits, acks_late) either way.
 EVALUATE_TASK = "runs.tasks.evaluate"
 EVALUATE_MANY_TASK = "runs.tasks.evaluate_many"
-
-
-def evaluation_create(
-    *,
-    run: AgentRun,
-    kind: str,
-    rubric: Rubric | None = None,
-    version: RubricVersion | None = None,
-    inline_criteria: list[dict[str, Any]] | None = None,
-    alignment_mode: str = "",
-    judge_model: str = "",
-    batch: RescoreBatch | None = None,
-    force: bool = False,
-) -> Evaluation:
-    """A queued evaluation with its scoring parameters frozen; the caller enqueues it."""
-    evaluation = evaluation_build(
-        run=run,
-        kind=kind,
-        rubric=rubric,
-        version=version,
-        inline_criteria=inline_criteria,
-        alignment_mode=alignment_mode,
-        judge_model=judge_model,
-        batch=batch,
-        force=force,
-    )
-    evaluation.save(force_insert=True)
-    return evaluation
 
 
 def evaluation_build(
@@ -66,7 +40,8 @@ def evaluation_build(
     force: bool = False,
     held: bool = False,
 ) -> Evaluation:
-    """The unsaved evaluation ``evaluation_create`` would store (re-scoring bulk-inserts these)."""
+    """A queued evaluation with its scoring parameters frozen, unsaved: ingest, re-scoring and
+    calibration bulk-insert these, and the caller enqueues them."""
     config = judge_config_for(rubric, model=judge_model)
     if kind == Kind.ALIGNMENT:
         mode = alignment_mode or (rubric.alignment_mode if rubric else AlignmentMode.BOTH)

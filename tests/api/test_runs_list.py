@@ -10,8 +10,9 @@ from django.http import QueryDict
 from rubrics.services import CriterionInput, rubric_set_criteria
 from runs.models import AgentRun, Evaluation
 from runs.selectors import RunFilterError, RunFilters
-from runs.services import evaluation_create, evaluation_execute
+from runs.services import evaluation_execute
 from tests.api_client import field_locs
+from tests.conftest import queued_evaluation
 
 
 def ids(response) -> list[str]:
@@ -109,7 +110,7 @@ def test_a_failing_criterion_that_later_passes_no_longer_matches(api, scored):
         ],
     )
     run = AgentRun.objects.get(pk=runs["no_order"])
-    newer = evaluation_create(run=run, kind="rubric", rubric=rubric, version=version)
+    newer = queued_evaluation(run=run, kind="rubric", rubric=rubric, version=version)
     evaluation_execute(evaluation_id=str(newer.id))
 
     failing = ids(api.get("/runs", rubric=rubric.slug, failing_criterion="c2"))

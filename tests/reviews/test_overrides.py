@@ -17,7 +17,7 @@ from reviews.services import (
 )
 from rubrics.services import rubric_set_criteria
 from runs.models import AlignmentBreakdown, CriterionVerdict, Evaluation, Kind
-from runs.services import evaluation_create
+from tests.conftest import queued_evaluation
 
 from .conftest import FAILING, judge_pending
 
@@ -244,7 +244,7 @@ def test_a_rescore_reuses_the_judges_verdict_never_the_humans_and_the_label_stil
     override_create(run=run, criterion_key="c2", satisfied=True, note="Gave it", reviewer=reviewer)
     calls = fake_judge.stats()["completions"]
 
-    rescore = evaluation_create(
+    rescore = queued_evaluation(
         run=run, kind=Kind.RUBRIC, rubric=rubric, version=rubric.current_version
     )
     judge_pending()
@@ -272,7 +272,7 @@ def test_after_rewording_a_criterion_the_old_label_no_longer_applies(judged_run,
         ],
     )
 
-    evaluation_create(run=run, kind=Kind.RUBRIC, rubric=rubric, version=version)
+    queued_evaluation(run=run, kind=Kind.RUBRIC, rubric=rubric, version=version)
     judge_pending()
 
     run.refresh_from_db()

@@ -8,6 +8,7 @@ from django.db import connection
 from reviews.models import RunReview
 from reviews.selectors import QueueFilters, review_queue, rubric_agreement
 from reviews.services import claim_next, claim_take, override_create, review_confirm
+from tests.conftest import queued_evaluation
 
 from .conftest import FAILING
 
@@ -92,12 +93,11 @@ def test_the_failing_filter_keeps_runs_whose_adjusted_result_failed(judged_run, 
 
 def test_the_low_confidence_filter_keeps_runs_the_judge_gave_both_verdicts(judged_run, rubric):
     from runs.models import CriterionVerdict, Evaluation, Kind
-    from runs.services import evaluation_create
 
     from .conftest import judge_pending
 
     steady, wavering = judged_run(), judged_run()
-    evaluation_create(
+    queued_evaluation(
         run=wavering, kind=Kind.RUBRIC, rubric=rubric, version=rubric.current_version, force=True
     )
     judge_pending()

@@ -18,7 +18,7 @@ from runs.payloads import RunPayload
 from runs.services import evaluations_execute
 from runs.services.groupcommit import GroupCommit
 from runs.services.ingest import runs_ingest_many
-from tests.conftest import wait_for
+from tests.conftest import queued_evaluation, wait_for
 
 PASSING = "Your refund for order number 1234 is on its way. Thanks!"
 
@@ -70,13 +70,12 @@ def test_two_evaluations_of_one_run_written_together_leave_the_newer_current(
     fake_judge, make_rubric, make_run
 ):
     from rubrics.services import rubric_set_criteria
-    from runs.services.evaluations import evaluation_create
 
     rubric = make_rubric()
     run = make_run(rubric=rubric.slug, output=PASSING)
     older = only_evaluation(run)
     v2, _ = rubric_set_criteria(rubric=rubric, criteria='- Mentions "refund"\n- Says "thanks"')
-    newer = evaluation_create(run=run, kind="rubric", rubric=rubric, version=v2)
+    newer = queued_evaluation(run=run, kind="rubric", rubric=rubric, version=v2)
 
     outcomes = evaluations_execute(evaluation_ids=[str(newer.id), str(older.id)])
 

@@ -9,6 +9,7 @@ from runs.scoring import Criterion, RubricScorer
 from runs.services import evaluation_execute, evaluations_sweep
 from runs.services.execute import evaluation_claim, judge_for
 from runs.services.results import record_success
+from tests.conftest import queued_evaluation
 
 
 def only_evaluation(run) -> Evaluation:
@@ -95,13 +96,11 @@ def test_with_no_judge_configured_scoring_fails_saying_how_to_configure_one(
 def test_a_rescored_evaluation_becomes_current_and_the_old_verdicts_stop_being_current(
     fake_judge, make_rubric, make_run
 ):
-    from runs.services import evaluation_create
-
     rubric = make_rubric()
     run = make_run(rubric=rubric.slug)
     first = only_evaluation(run)
     evaluation_execute(evaluation_id=str(first.id))
-    second = evaluation_create(
+    second = queued_evaluation(
         run=run, kind="rubric", rubric=rubric, version=rubric.current_version, force=True
     )
 

@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from runs.models import AgentRun, BatchStatus, Evaluation, Kind, RescoreBatch, Status
-from runs.services import evaluation_create, evaluations_sweep
+from runs.services import evaluations_sweep
 from runs.services.rescore import (
     RescoreScope,
     RescoreValidationError,
@@ -26,6 +26,7 @@ from runs.services.rescore import (
     estimate_needs_confirmation,
     run_rescore,
 )
+from tests.conftest import queued_evaluation
 
 # The fake judge is the deployment's default judge (nothing here calls it).
 pytestmark = pytest.mark.usefixtures("fake_judge")
@@ -137,9 +138,9 @@ def test_the_database_refuses_a_second_pending_evaluation_for_one_version_and_ju
     run = make_run(rubric=rubric.slug)
 
     with pytest.raises(IntegrityError), transaction.atomic():
-        evaluation_create(run=run, kind=Kind.RUBRIC, rubric=rubric, version=rubric.current_version)
+        queued_evaluation(run=run, kind=Kind.RUBRIC, rubric=rubric, version=rubric.current_version)
     # Another judge is another evaluation.
-    evaluation_create(
+    queued_evaluation(
         run=run, kind=Kind.RUBRIC, rubric=rubric, version=rubric.current_version,
         judge_model="openai/another-judge",
     )  # fmt: skip
