@@ -129,8 +129,10 @@ def engine_one(url: str, fast: bool):
     from runs.scoring.rubric import validate_verdicts
 
     if not fast:  # ablation only: this is the bench patching the engine, never the tests
-        judge._INLINE_PROVIDERS = frozenset()
-        judge._unlogged = contextlib.nullcontext
+        from runs.scoring import llm
+
+        llm._INLINE_PROVIDERS = frozenset()
+        llm._unlogged = contextlib.nullcontext
     config = JudgeConfig(model="openai/bench-judge", api_base=url, api_key="bench")
     asked = dict(CRITERIA)
     schema = verdict_schema()

@@ -6,8 +6,8 @@ would send, plus a request pipeline, response objects and logging that cost seve
 milliseconds of CPU per call under the GIL (bench/judge_overhead.py measures it). On a worker
 that keeps dozens of calls in flight, that CPU is the throughput ceiling. Here the request is
 posted with one long-lived aiohttp session per event loop; errors come out with the status
-code, message and headers that judge.classify_exception reads, so both transports fail the same
-way. Every other model goes through litellm (judge.py decides).
+code, message and headers that failures.classify_exception reads, so both transports fail the
+same way. Every other model goes through litellm (routes.py decides).
 
 A session lives as long as its loop, so only loops that live as long as the process use this
 transport: runs.judge_runtime enables its shared loop with `enable(loop)`. Code that scores on

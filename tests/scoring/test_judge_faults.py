@@ -249,10 +249,10 @@ def test_the_request_carries_the_model_schema_and_sampling_parameters(judge, ser
 
 def test_a_judge_with_litellm_options_goes_through_litellm(judge):
     from runs.judge_runtime import run_judged
-    from runs.scoring.judge import _direct_model
+    from runs.scoring.routes import direct_model
 
     async def route(config):
-        return _direct_model(config)
+        return direct_model(config)
 
     plain = judge.model_copy(update={"extra": {"seed": 7, "top_p": 0.5}})
     with_options = judge.model_copy(update={"extra": {"extra_headers": {"X-Team": "a"}}})

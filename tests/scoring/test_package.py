@@ -39,13 +39,24 @@ def test_importing_the_engine_loads_no_django_module():
     assert out.stdout.strip() == "[]"
 
 
-def test_only_the_judge_module_imports_litellm():
+def uses_the_name_litellm(path: Path) -> bool:
+    """The module names litellm in code (``litellm.x``, ``from .llm import litellm``)."""
+    tree = ast.parse(path.read_text())
+    return any(
+        (isinstance(node, ast.Name) and node.id == "litellm")
+        or (isinstance(node, ast.alias) and "litellm" in (node.asname or node.name).split("."))
+        for node in ast.walk(tree)
+    )
+
+
+def test_only_the_llm_module_imports_or_touches_litellm():
     importers = {
         path.name
         for path in PACKAGE.glob("*.py")
         if any(m == "litellm" or m.startswith("litellm.") for m in imported_modules(path))
     }
-    assert importers == {"judge.py"}
+    assert importers == {"llm.py"}
+    assert {path.name for path in PACKAGE.glob("*.py") if uses_the_name_litellm(path)} == {"llm.py"}
 
 
 def readme_promises() -> set[str]:
