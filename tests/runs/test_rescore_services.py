@@ -23,7 +23,6 @@ from runs.services.rescore import (
     batch_dispatch,
     batch_estimate,
     batch_finish_if_done,
-    estimate_needs_confirmation,
     run_rescore,
 )
 from tests.conftest import queued_evaluation
@@ -194,19 +193,6 @@ def test_a_known_model_gets_a_cost_from_litellms_prices(team, rubric, bare_runs)
 
     assert estimate.model == "gpt-4o-mini"
     assert estimate.cost is not None and estimate.cost > 0
-
-
-def test_the_ui_asks_for_confirmation_only_above_the_teams_cost_threshold(team, rubric, bare_runs):
-    estimate = batch_estimate(
-        team=team, rubric=rubric, scope=scope_of(bare_runs(2)), judge="gpt-4o-mini"
-    )
-    unknown = batch_estimate(team=team, rubric=rubric, scope=scope_of(bare_runs(2)))
-
-    team.confirm_cost_above = 0
-    assert estimate_needs_confirmation(team=team, estimate=estimate)
-    assert not estimate_needs_confirmation(team=team, estimate=unknown)
-    team.confirm_cost_above = 5
-    assert not estimate_needs_confirmation(team=team, estimate=estimate)
 
 
 def test_the_filters_pick_the_rubrics_failed_runs_in_the_date_range(team, rubric, make_run):

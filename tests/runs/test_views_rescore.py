@@ -92,6 +92,33 @@ def test_a_costly_re_score_asks_for_confirmation_before_queueing(
     assert confirmed.status_code == 302 and RescoreBatch.objects.count() == 1
 
 
+def test_the_buttons_ask_for_confirmation_only_above_the_teams_cost_threshold(
+    owner, team, make_rubric, make_run, fake_judge
+):
+    from rubrics.services import rubric_update
+
+    priced, unpriced = make_rubric(name="Priced"), make_rubric(name="Unpriced")
+    judged_run(make_run, rubric=priced.slug, output=FAILING)
+    judged_run(make_run, rubric=unpriced.slug, output=FAILING)
+    # A judge litellm has prices for: its estimate has a cost. The fake judge has none.
+    rubric_update(rubric=priced, judge_model="openai/gpt-4o-mini")
+    client = signed_in(owner)
+
+    def start(rubric) -> int:
+        post = {"scope": "failing", "rubric": str(rubric.id)}
+        return client.post(reverse("rescore_start"), post).status_code
+
+    team.confirm_cost_above = 0
+    team.save()
+    assert start(priced) == 200 and not RescoreBatch.objects.exists()  # asked
+    assert start(unpriced) == 302  # an unknown cost never asks
+    assert RescoreBatch.objects.filter(rubric=unpriced).count() == 1
+    team.confirm_cost_above = 5
+    team.save()
+    assert start(priced) == 302  # a cost below the threshold does not ask
+    assert RescoreBatch.objects.filter(rubric=priced).count() == 1
+
+
 def test_the_batch_page_polls_until_the_batch_ends(owner, rubric, make_run, fake_judge):
     from runs.services import evaluation_execute
     from runs.services.rescore import batch_finish_if_done
