@@ -7,6 +7,8 @@ flight:
 
   bare     litellm.acompletion with the same messages and response_format, nothing else
   engine   runs.scoring.judge.complete_json (rubric prompt, schema, validation, accounting)
+  engine-no-inline-setup
+           the same with only the fast path's inline setup switched off (calls still unlogged)
   engine-no-fast-path
            the same with the fast path switched off (ablation: what `_fast_path` buys)
 
@@ -124,14 +126,14 @@ def bare_one(url: str):
     return one
 
 
-def engine_one(url: str, fast: bool):
-    from runs.scoring import JudgeConfig, judge
+def engine_one(url: str, mode: str):
+    from runs.scoring import JudgeConfig, judge, llm
     from runs.scoring.rubric import validate_verdicts
 
-    if not fast:  # ablation only: this is the bench patching the engine, never the tests
-        from runs.scoring import llm
-
+    # Ablations only: this is the bench patching the engine, never the tests.
+    if mode in ("engine-no-inline-setup", "engine-no-fast-path"):
         llm._INLINE_PROVIDERS = frozenset()
+    if mode == "engine-no-fast-path":
         llm._unlogged = contextlib.nullcontext
     config = JudgeConfig(model="openai/bench-judge", api_base=url, api_key="bench")
     asked = dict(CRITERIA)
@@ -147,7 +149,7 @@ def engine_one(url: str, fast: bool):
 
 
 def child(mode: str, url: str, calls: int, concurrency: int, gc_freeze: bool) -> None:
-    one = bare_one(url) if mode == "bare" else engine_one(url, fast=mode == "engine")
+    one = bare_one(url) if mode == "bare" else engine_one(url, mode)
     if gc_freeze:
         # What a worker can do after its imports: litellm leaves ~400k objects tracked by the
         # cyclic GC, and each full collection then stalls the event loop for ~0.3 s.
@@ -176,7 +178,7 @@ def main() -> None:
     p.add_argument("--calls", type=int, default=2000)
     p.add_argument("--concurrency", type=int, default=32)
     p.add_argument("--latency", type=float, default=0.2)
-    p.add_argument("--modes", default="bare,engine,engine-no-fast-path")
+    p.add_argument("--modes", default="bare,engine,engine-no-inline-setup,engine-no-fast-path")
     p.add_argument(
         "--repeat", type=int, default=1, help="alternate the modes R times; report medians"
     )
