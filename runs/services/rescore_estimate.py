@@ -10,12 +10,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import litellm
-
 from rubrics.judging import judge_config_for, judge_for
 from rubrics.models import Rubric, RubricVersion
 from runs.scoring import Criterion as CriterionSpec
-from runs.scoring import JudgeConfig, verdict_key
+from runs.scoring import JudgeConfig, llm, verdict_key
 from teams.models import Team
 
 from ..models import AgentRun, CriterionVerdict, Evaluation, Status
@@ -136,12 +134,9 @@ def _cost(model: str, prompt_tokens: int, completion_tokens: int) -> float | Non
     if not prompt_tokens and not completion_tokens:
         return 0.0
     try:
-        prompt_cost, completion_cost = litellm.cost_per_token(
-            model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
-        )
+        return llm.token_cost(model, prompt_tokens, completion_tokens)
     except Exception:  # noqa: BLE001 - litellm raises assorted errors for unknown models
         return None
-    return float(prompt_cost + completion_cost)
 
 
 def estimate_from(plan: Plan, model: str, skipped: int) -> Estimate:
