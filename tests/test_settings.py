@@ -12,10 +12,12 @@ ROOT = Path(__file__).resolve().parent.parent
 PRINT_DEBUG = "import evalsite.settings as s; print('DEBUG', s.DEBUG, bool(s.SECRET_KEY))"
 
 
-def load_settings(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+def load_settings(
+    tmp_path: Path, module: str = "evalsite.settings", **env: str
+) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "SECRET_KEY"}}
     return subprocess.run(
-        [sys.executable, "-c", PRINT_DEBUG],
+        [sys.executable, "-c", PRINT_DEBUG.replace("evalsite.settings", module)],
         cwd=ROOT,
         env=base | {"EVALSITE_DATA_DIR": str(tmp_path)} | env,
         capture_output=True,
@@ -52,3 +54,14 @@ def test_make_run_asks_for_debug():
     script = (ROOT / "scripts" / "run").read_text()
 
     assert 'export DEBUG="${DEBUG:-1}"' in script
+
+
+def test_the_type_checks_settings_load_without_a_secret(tmp_path):
+    """mypy's Django plugin loads evalsite.settings_typecheck (pyproject.toml)."""
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    loaded = load_settings(tmp_path, "evalsite.settings_typecheck")
+
+    assert 'django_settings_module = "evalsite.settings_typecheck"' in pyproject
+
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.split() == ["DEBUG", "True", "True"]
