@@ -48,3 +48,11 @@ def test_the_readme_layout_shows_every_app():
     assert {"teams", "rubrics", "runs", "reviews"} <= set(apps)
     for folder in [*apps, "evalsite", "runs/scoring", "templates", "static", "tests", "bench"]:
         assert re.search(rf"^{re.escape(folder)}/ ", layout, re.M), folder
+
+
+def test_make_test_fast_leaves_out_worker_and_browser_tests_and_the_readme_says_so():
+    makefile = (ROOT / "Makefile").read_text()
+    target = makefile.split("\ntest-fast:", 1)[1].split("\n\n", 1)[0]
+
+    assert '$(BIN)/pytest -m "not worker and not browser"' in target
+    assert "`make test-fast`" in README and '-m "not worker and not browser"' in README
