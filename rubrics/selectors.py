@@ -107,6 +107,8 @@ def rubric_version_get(*, rubric: Rubric, number: int) -> RubricVersion | None:
 
 
 def version_criteria(*, version_id: Any) -> list[Criterion]:
+    """A version's criteria rows in order ([] for no version): the one reader of a version's
+    criteria (the editor, failure rates, and the judge's cached specs in runs.services.execute)."""
     if not version_id:
         return []
     return list(Criterion.objects.filter(version_id=version_id).order_by("position"))

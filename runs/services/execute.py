@@ -20,7 +20,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from rubrics.judging import judge_for
-from rubrics.models import Criterion
+from rubrics.selectors import version_criteria
 from runs.judge_runtime import claim_room, run_judged
 from runs.scoring import (
     AlignmentScorer,
@@ -150,7 +150,7 @@ def _plans(evaluations: list[Evaluation]) -> list[Plan]:
 def _criteria(evaluation: Evaluation) -> tuple[list[CriterionSpec], dict[str, Any]]:
     """The criteria to judge and a map from criterion key to its stored row id."""
     if evaluation.rubric_version_id:
-        return version_criteria(evaluation.rubric_version_id)
+        return criterion_specs(evaluation.rubric_version_id)
     items = evaluation.inline_criteria or []
     specs = [
         CriterionSpec(
@@ -161,17 +161,17 @@ def _criteria(evaluation: Evaluation) -> tuple[list[CriterionSpec], dict[str, An
     return specs, {}
 
 
-def version_criteria(version_id: Any) -> tuple[list[CriterionSpec], dict[str, Any]]:
-    """A rubric version's criteria, in order, and a map from criterion key to row id. Versions
-    never change once written (rubrics.services makes a new version for every edit), so each
-    process reads them once; callers get their own copies."""
-    specs, ids = _version_criteria(version_id)
+def criterion_specs(version_id: Any) -> tuple[list[CriterionSpec], dict[str, Any]]:
+    """A rubric version's criteria as the engine takes them, in order, and a map from
+    criterion key to row id. Versions never change once written (rubrics.services makes a new
+    version for every edit), so each process reads them once; callers get their own copies."""
+    specs, ids = _criterion_specs(version_id)
     return list(specs), dict(ids)
 
 
 @lru_cache(maxsize=1024)
-def _version_criteria(version_id: Any) -> tuple[tuple[CriterionSpec, ...], dict[str, Any]]:
-    rows = list(Criterion.objects.filter(version_id=version_id).order_by("position"))
+def _criterion_specs(version_id: Any) -> tuple[tuple[CriterionSpec, ...], dict[str, Any]]:
+    rows = version_criteria(version_id=version_id)
     specs = tuple(
         CriterionSpec(id=c.key, description=c.description, required=c.required) for c in rows
     )
