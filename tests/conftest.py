@@ -83,40 +83,33 @@ def other_team(db):
     return team_create(name="Globex", slug="globex")
 
 
-@pytest.fixture
-def owner(make_user, team):
+def member(make_user: Callable[..., Any], team: Any, username: str, role: str) -> Any:
+    """A new user with ``role`` in ``team``."""
     from teams.services import membership_set
 
-    user = make_user("olivia")
-    membership_set(team=team, user=user, role="owner")
+    user = make_user(username)
+    membership_set(team=team, user=user, role=role)
     return user
+
+
+@pytest.fixture
+def owner(make_user, team):
+    return member(make_user, team, "olivia", "owner")
 
 
 @pytest.fixture
 def teammate(make_user, team):
-    from teams.services import membership_set
-
-    user = make_user("teo")
-    membership_set(team=team, user=user, role="editor")
-    return user
+    return member(make_user, team, "teo", "editor")
 
 
 @pytest.fixture
 def viewer(make_user, team):
-    from teams.services import membership_set
-
-    user = make_user("vera")
-    membership_set(team=team, user=user, role="viewer")
-    return user
+    return member(make_user, team, "vera", "viewer")
 
 
 @pytest.fixture
 def stranger(make_user, other_team):
-    from teams.services import membership_set
-
-    user = make_user("sam")
-    membership_set(team=other_team, user=user, role="owner")
-    return user
+    return member(make_user, other_team, "sam", "owner")
 
 
 @pytest.fixture
