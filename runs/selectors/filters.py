@@ -10,6 +10,7 @@ from typing import Any, Literal
 from django.db.models import Q, QuerySet
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from evalsite.errors import FieldErrors
 from teams.models import Team
 
 from ..models import (
@@ -22,12 +23,10 @@ DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 StatusChoice = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 
 
-class RunFilterError(ValueError):
+class RunFilterError(FieldErrors):
     """Invalid filter values; ``errors`` maps each query parameter to a message."""
 
-    def __init__(self, errors: dict[str, str]) -> None:
-        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
-        self.errors = errors
+    location = "query"
 
 
 class RunFilters(BaseModel):

@@ -66,6 +66,7 @@ from .rescore_scope import (
     RescoreScope,
     RescoreValidationError,
     chunks,
+    run_rubric,
     scope_run_ids,
     version_for,
 )
@@ -325,11 +326,8 @@ def run_rescore(
     user: Any = None,
 ) -> tuple[RescoreBatch, bool]:
     """Re-score one run (against its own rubric unless another is given) as a batch of one."""
-    rubric = rubric or run.rubric
-    if rubric is None:
-        raise RescoreValidationError({"rubric": "this run has no rubric: name one"})
     return batch_create(
-        team=run.team, rubric=rubric, scope=RescoreScope(runs=(run.pk,)),
+        team=run.team, rubric=run_rubric(run, rubric), scope=RescoreScope(runs=(run.pk,)),
         target_version=target_version, judge=judge, force=force,
         idempotency_key=idempotency_key, webhook_url=webhook_url, user=user,
     )  # fmt: skip

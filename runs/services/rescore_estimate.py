@@ -24,6 +24,7 @@ from .rescore_scope import (
     RescoreValidationError,
     chunks,
     pending_run_ids,
+    run_rubric,
     scope_run_ids,
     version_for,
 )
@@ -188,10 +189,7 @@ def run_rescore_estimate(
     judge: str | None = None,
     force: bool = False,
 ) -> Estimate:
-    rubric = rubric or run.rubric
-    if rubric is None:
-        raise RescoreValidationError({"rubric": "this run has no rubric: name one"})
     return batch_estimate(
-        team=run.team, rubric=rubric, scope=RescoreScope(runs=(run.pk,)),
+        team=run.team, rubric=run_rubric(run, rubric), scope=RescoreScope(runs=(run.pk,)),
         target_version=target_version, judge=judge, force=force,
     )  # fmt: skip

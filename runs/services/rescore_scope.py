@@ -64,6 +64,14 @@ def version_for(rubric: Rubric, number: int | None) -> RubricVersion:
     return RubricVersion.objects.get(pk=rubric.current_version_id)
 
 
+def run_rubric(run: AgentRun, rubric: Rubric | None) -> Rubric:
+    """The rubric a one-run re-score uses: the one named, else the run's own."""
+    rubric = rubric or run.rubric
+    if rubric is None:
+        raise RescoreValidationError({"rubric": "this run has no rubric: name one"})
+    return rubric
+
+
 def _scope_runs(team: Team, rubric: Rubric, scope: RescoreScope) -> QuerySet[AgentRun]:
     if scope.runs is not None:
         return AgentRun.objects.filter(team=team, pk__in=scope.runs)

@@ -17,6 +17,7 @@ from evalsite.throttle import Throttled
 from reviews.services import ReviewConflict, ReviewValidationError
 from rubrics.services import RubricValidationError
 from runs.models import AgentRun, RescoreBatch
+from runs.selectors import RunFilterError
 from runs.services import RunConflict, RunTooLarge, RunValidationError
 from runs.services.bulk import BulkValidationError
 from runs.services.rescore import IdempotencyConflict, RescoreValidationError, TooManyBatches
@@ -107,6 +108,7 @@ BATCH = RescoreBatch(id=uuid.uuid4())
         (RescoreValidationError({"judge": "bad"}), FieldErrors, 422, {}),
         (ReviewValidationError({"note": "required"}), FieldErrors, 422, {}),
         (InvalidCursor("not a cursor returned by this list"), FieldErrors, 422, {}),
+        (RunFilterError({"since": "not a date"}), FieldErrors, 422, {}),
         (BulkValidationError([{"index": 0, "field": None, "message": "x"}], 3), AppError, 422,
          {"errors": [{"index": 0, "field": None, "message": "x"}]}),
         (RunConflict(RUN), Conflict, 409, {"run_id": str(RUN.id)}),
@@ -138,6 +140,7 @@ def test_field_errors_keep_their_message_and_fields_and_stay_value_errors():
     assert error.errors == {"name": "required", "criteria[1].description": "empty"}
     assert str(InvalidCursor("not a cursor")) == "not a cursor"
     assert InvalidCursor("x").location == "query" and error.location == "body"
+    assert RunFilterError({"since": "x"}).location == "query"
 
 
 def test_a_429_names_its_wait_in_a_header(settings):
