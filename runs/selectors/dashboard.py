@@ -11,6 +11,7 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from rubrics.models import Rubric
+from runs.scoring.rules import BANDS as BAND_FLOORS
 from teams.models import Team
 
 from ..models import (
@@ -101,7 +102,7 @@ class HomeOverview:
     passed_total: int
 
 
-BANDS = ("excellent", "very good", "good", "moderate", "poor", "very poor")
+BANDS = tuple(label for _, label in BAND_FLOORS)  # the engine's alignment bands, best first
 
 
 def home_overview(*, team: Team, days: int = 30) -> HomeOverview:
