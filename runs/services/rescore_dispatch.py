@@ -8,7 +8,7 @@ the sweeper doing the same thing at once does no harm.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -19,17 +19,12 @@ from django.utils import timezone
 
 from ..models import PENDING_STATUSES, AgentRun, BatchStatus, Evaluation, RescoreBatch, Status
 from .evaluations import evaluations_enqueue
+from .rescore_scope import chunks
 from .run_state import run_refresh
 
 logger = logging.getLogger(__name__)
 
-CHUNK = 500
 BATCH_WEBHOOK_TASK = "runs.tasks.batch_webhook"
-
-
-def _chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 def batch_dispatch(*, batch_id: Any) -> int:
@@ -139,7 +134,7 @@ def _cancel_queued(batch_id: Any, now: datetime) -> int:
 
 def _refresh_runs(run_ids: Iterable[Any]) -> None:
     """Recompute the runs' denormalised status, each under its row lock like results.py."""
-    for chunk in _chunks(sorted(set(run_ids), key=str)):
+    for chunk in chunks(sorted(set(run_ids), key=str)):
         with transaction.atomic():
             list(
                 AgentRun.objects.select_for_update(no_key=True)
