@@ -7,10 +7,9 @@ flight:
 
   bare     litellm.acompletion with the same messages and response_format, nothing else
   engine   runs.scoring.judge.complete_json (rubric prompt, schema, validation, accounting)
-  engine-no-inline-setup
-           the same with only the fast path's inline setup switched off (calls still unlogged)
-  engine-no-fast-path
-           the same with the fast path switched off (ablation: what `_fast_path` buys)
+  engine-logged
+           the same with litellm's logging left on (ablation: what marking our calls as
+           litellm-internal, runs/scoring/llm.py, buys)
 
 and prints calls/s, efficiency = ideal time (N × L / C) / measured time, and the client
 process's CPU time per call (the figure least disturbed by other load on the machine), with the
@@ -130,10 +129,7 @@ def engine_one(url: str, mode: str):
     from runs.scoring import JudgeConfig, judge, llm
     from runs.scoring.rubric import validate_verdicts
 
-    # Ablations only: this is the bench patching the engine, never the tests.
-    if mode in ("engine-no-inline-setup", "engine-no-fast-path"):
-        llm._INLINE_PROVIDERS = frozenset()
-    if mode == "engine-no-fast-path":
+    if mode == "engine-logged":  # ablation only: the bench patching the engine, never the tests
         llm._unlogged = contextlib.nullcontext
     config = JudgeConfig(model="openai/bench-judge", api_base=url, api_key="bench")
     asked = dict(CRITERIA)
@@ -178,7 +174,7 @@ def main() -> None:
     p.add_argument("--calls", type=int, default=2000)
     p.add_argument("--concurrency", type=int, default=32)
     p.add_argument("--latency", type=float, default=0.2)
-    p.add_argument("--modes", default="bare,engine,engine-no-inline-setup,engine-no-fast-path")
+    p.add_argument("--modes", default="bare,engine,engine-logged")
     p.add_argument(
         "--repeat", type=int, default=1, help="alternate the modes R times; report medians"
     )

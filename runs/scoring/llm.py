@@ -14,17 +14,11 @@ import os
 # Before litellm is imported: it would otherwise fetch its price map over the network.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-import asyncio
 import contextlib
 import logging
-from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextvars import ContextVar
-from functools import partial
 from typing import Any, NamedTuple
 
 import litellm
-import litellm.main
 
 # The exception classes failures.classify_exception tells apart.
 Timeout = litellm.Timeout
@@ -117,9 +111,20 @@ def token_cost(model: str, prompt_tokens: int, completion_tokens: int) -> float:
 # --- The request -------------------------------------------------------------------------------
 
 
+# litellm builds a logging payload for every call (pricing it again) on its logging worker, even
+# with no callback registered, and a call on a short-lived loop (`RubricScorer.score`) leaves that
+# work to be carried to the next loop with a warning. Calls marked as litellm-internal skip all
+# of it; we register no callbacks, so nothing is lost. A private helper of litellm's: without
+# it, litellm just logs more (tests/scoring/test_judge_loop.py notices).
+try:
+    from litellm._internal_context import internal_sub_call as _unlogged
+except ImportError:  # pragma: no cover
+    _unlogged = contextlib.nullcontext  # type: ignore[assignment]
+
+
 async def acompletion(kwargs: dict[str, Any]) -> Any:
     """One litellm.acompletion call (its retries off: ours are in calls.py)."""
-    with _fast_path(kwargs["model"], kwargs.get("api_base")):
+    with _unlogged():
         return await litellm.acompletion(**kwargs)
 
 
@@ -139,72 +144,3 @@ def response_cost(response: Any) -> Any:
     """The cost litellm computed for a response, when it did (anything else: not a number)."""
     hidden = getattr(response, "_hidden_params", None) or {}
     return hidden.get("response_cost") if isinstance(hidden, dict) else None
-
-
-# --- Fast path ---------------------------------------------------------------------------------
-#
-# Profiling 2,000 calls at 32 in flight against the fake judge showed two avoidable costs inside
-# litellm.acompletion, together about a third of its CPU time per call:
-#  1. success/failure logging: every call builds a standard logging payload (and prices the
-#     call again) on litellm's logging worker even with no callback registered. litellm skips
-#     all of it for calls marked internal (`internal_sub_call`); we register no callbacks, so
-#     nothing is lost.
-#  2. a thread hop: litellm runs its synchronous request setup (pure CPU for OpenAI-compatible
-#     providers) in the loop's default executor. Under load the GIL hand-offs between that
-#     thread and the event loop cost more than the setup itself. `_InlineSetupExecutor` runs
-#     exactly that setup function inline, only when our call asked for it, and behaves as the
-#     stock default executor for everything else (DNS lookups, to_thread, ...).
-
-try:
-    from litellm._internal_context import internal_sub_call as _unlogged
-except ImportError:  # pragma: no cover - a litellm without it just logs more
-    _unlogged = contextlib.nullcontext  # type: ignore[assignment]
-
-_INLINE_SETUP: ContextVar[bool] = ContextVar("evalsite_judge_inline_setup", default=False)
-# Providers whose litellm request setup does no I/O (no credential refresh, no file reads).
-_INLINE_PROVIDERS = frozenset({"openai"})
-
-
-def _is_litellm_setup(fn: Any) -> bool:
-    """True for litellm's `partial(ctx.run, partial(completion, ...))` setup job."""
-    inner = fn.args[0] if isinstance(fn, partial) and fn.args else None
-    return isinstance(inner, partial) and inner.func is litellm.main.completion
-
-
-class _InlineSetupExecutor(ThreadPoolExecutor):
-    """The loop's default executor, except that it runs our calls' litellm setup inline."""
-
-    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future:  # type: ignore[override]
-        if not (_INLINE_SETUP.get() and _is_litellm_setup(fn)):
-            return super().submit(fn, *args, **kwargs)
-        future: Future = Future()
-        try:
-            future.set_result(fn(*args, **kwargs))
-        except BaseException as exc:  # as a worker thread would: hand everything to the caller
-            future.set_exception(exc)
-        return future
-
-
-def _install_inline_setup(loop: asyncio.AbstractEventLoop) -> bool:
-    """Make sure the loop's default executor is ours; False when the loop already has another."""
-    current = getattr(loop, "_default_executor", False)
-    if current is None:  # asyncio creates its default lazily; we create ours in its place
-        loop.set_default_executor(_InlineSetupExecutor(thread_name_prefix="asyncio"))
-        return True
-    return isinstance(current, _InlineSetupExecutor)
-
-
-def _inline_ok(model: str, api_base: str | None) -> bool:
-    inline = route(model, api_base).provider in _INLINE_PROVIDERS
-    return inline and _install_inline_setup(asyncio.get_running_loop())
-
-
-@contextlib.contextmanager
-def _fast_path(model: str, api_base: str | None) -> Iterator[None]:
-    token = _INLINE_SETUP.set(True) if _inline_ok(model, api_base) else None
-    try:
-        with _unlogged():
-            yield
-    finally:
-        if token is not None:
-            _INLINE_SETUP.reset(token)
