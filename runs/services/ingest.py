@@ -10,6 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from evalsite.errors import Conflict, FieldErrors, TooLarge
 from rubrics.models import AlignmentMode, Rubric
 from rubrics.services import CriterionInput, RubricValidationError, criteria_validate
 from runs.scoring.text import (
@@ -26,22 +27,24 @@ from ..payloads import RunPayload
 from .evaluations import evaluation_build, evaluations_enqueue
 
 
-class RunValidationError(ValueError):
-    def __init__(self, errors: dict[str, str]) -> None:
-        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
-        self.errors = errors
+class RunValidationError(FieldErrors):
+    """Invalid run input; ``errors`` maps each field to a message."""
 
 
-class RunTooLarge(ValueError):
-    pass
+class RunTooLarge(TooLarge, ValueError):
+    """The run is over EVALSITE_MAX_RUN_BYTES (``extra["limit"]``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, extra={"limit": settings.EVALSITE_MAX_RUN_BYTES})
 
 
-class RunConflict(ValueError):
+class RunConflict(Conflict, ValueError):
     """The external_id is taken by a run with different content."""
 
     def __init__(self, run: AgentRun) -> None:
         super().__init__(
-            f"external_id {run.external_id!r} already names a run with different content"
+            f"external_id {run.external_id!r} already names a run with different content",
+            extra={"run_id": str(run.id)},
         )
         self.run = run
 
