@@ -66,9 +66,11 @@ def _uuid_or_invalid(value: str) -> uuid.UUID:
         raise InvalidCursor("not a cursor returned by this list") from exc
 
 
-def rubric_get(*, team: Team, ref: str) -> Rubric | None:
-    """The team's rubric named by its id or its slug, with its current version's criteria."""
-    qs = _with_current_version(Rubric.objects.filter(team=team))
+def rubric_get(*, team: Team, ref: str, with_criteria: bool = True) -> Rubric | None:
+    """The team's rubric named by its id or its slug (None when it names nothing of this
+    team), with its current version and, unless told not to, that version's criteria."""
+    qs = Rubric.objects.filter(team=team)
+    qs = _with_current_version(qs) if with_criteria else qs.select_related("current_version")
     try:
         return qs.filter(id=uuid.UUID(ref)).first()
     except ValueError:

@@ -15,10 +15,10 @@ from ninja import Field, Header, Query, Router, Schema, Status
 from pydantic import ConfigDict
 
 from evalsite.schemas import with_errors
+from rubrics.selectors import rubric_get
 from teams.api import caller, editor
 
 from .selectors import batch_get, batch_progress, batches_list, batches_progress, run_get
-from .services.ingest import rubric_lookup
 from .services.rescore import (
     RescoreScope,
     RescoreValidationError,
@@ -159,7 +159,7 @@ class BatchPageOut(Schema):
 
 
 def _rubric_from_ref(team: Any, ref: str | None) -> Any:
-    found = rubric_lookup(team=team, ref=ref) if ref else None
+    found = rubric_get(team=team, ref=ref, with_criteria=False) if ref else None
     if ref and found is None:
         raise RescoreValidationError({"rubric": "no rubric of this team has this id or slug"})
     return found

@@ -12,6 +12,7 @@ from django.db import IntegrityError, transaction
 
 from evalsite.errors import Conflict, FieldErrors, TooLarge
 from rubrics.models import AlignmentMode, Rubric
+from rubrics.selectors import rubric_get
 from rubrics.services import CriterionInput, RubricValidationError, criteria_validate
 from runs.scoring.text import (
     CriteriaSourceError,
@@ -54,14 +55,6 @@ def canonical_hash(content: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def rubric_lookup(*, team: Team, ref: str) -> Rubric | None:
-    """A team's rubric by id or slug; None when it names nothing of this team."""
-    try:
-        return Rubric.objects.select_related("current_version").get(team=team, id=uuid.UUID(ref))
-    except (ValueError, Rubric.DoesNotExist):
-        return Rubric.objects.select_related("current_version").filter(team=team, slug=ref).first()
-
-
 def _messages(payload: RunPayload) -> list[dict[str, Any]]:
     return [m.model_dump(mode="json") for m in payload.input.messages]
 
@@ -86,10 +79,10 @@ def _resolve_rubric(team: Team, payload: RunPayload) -> Rubric | None:
         # any other value is criteria text (SCORING.md "Where criteria come from").
         named = payload.request_context.get("rubric")
         if isinstance(named, str) and named.strip() and "\n" not in named.strip():
-            found = rubric_lookup(team=team, ref=named.strip())
+            found = rubric_get(team=team, ref=named.strip(), with_criteria=False)
             return found if found is not None and found.archived_at is None else None
         return None
-    rubric = rubric_lookup(team=team, ref=payload.rubric)
+    rubric = rubric_get(team=team, ref=payload.rubric, with_criteria=False)
     if rubric is None:
         raise RunValidationError({"rubric": f"no rubric {payload.rubric!r} in this team"})
     if rubric.archived_at is not None:
