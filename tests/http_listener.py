@@ -26,6 +26,7 @@ class Seen:
 class Listener:
     status: int = 200
     body: bytes = b""
+    reason: str | None = None  # the status line's phrase; None: the standard one
     headers: dict[str, str] = field(default_factory=dict)
     seen: list[Seen] = field(default_factory=list)
     _server: Any = None
@@ -45,7 +46,7 @@ class Listener:
                 listener.seen.append(
                     Seen(self.command, self.path, {k.lower(): v for k, v in self.headers.items()})
                 )
-                self.send_response(listener.status)
+                self.send_response(listener.status, listener.reason)
                 for name, value in listener.headers.items():
                     self.send_header(name, value)
                 self.send_header("Content-Length", str(len(listener.body)))

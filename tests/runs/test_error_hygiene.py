@@ -7,9 +7,7 @@ import json
 import logging
 import re
 import socket
-import threading
 import traceback
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -24,6 +22,7 @@ from runs.services.execute import evaluation_claim
 from runs.services.rescore import RescoreScope, batch_create
 from runs.services.rescore_webhook import WebhookFailed, batch_webhook_deliver
 from runs.services.results import record_failure
+from tests.http_listener import Listener
 
 ROOT = str(Path(__file__).resolve().parents[2])
 INTERNAL = re.compile(
@@ -94,34 +93,6 @@ def test_the_api_answers_an_unexpected_error_with_a_ref_only(caplog):
 # --- Webhook deliveries -----------------------------------------------------------------------
 
 
-class Talker:
-    """An HTTP receiver answering every POST with ``status`` and a body it should keep."""
-
-    BODY = f"internal service data at {ROOT}/private".encode()
-
-    def __init__(self, status: int) -> None:
-        body = self.BODY
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-                self.rfile.read(int(self.headers["Content-Length"]))
-                self.send_response(status, "Secret Reason From " + ROOT)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 def closed_port_url() -> str:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -145,13 +116,18 @@ def finished_batch(settings, fake_judge, team, make_rubric, make_run):
 
 
 def test_a_webhook_answering_an_error_is_recorded_by_its_status_alone(finished_batch):
-    talker = Talker(500)
+    # A receiver whose reason phrase and body both carry text the team must not see.
+    talker = Listener(
+        status=500,
+        reason="Secret Reason From " + ROOT,
+        body=f"internal service data at {ROOT}/private".encode(),
+    ).start()
     try:
-        batch = finished_batch(talker.url)
+        batch = finished_batch(talker.url + "/hook")
         with pytest.raises(WebhookFailed):
             batch_webhook_deliver(batch_id=batch.pk)
     finally:
-        talker.close()
+        talker.stop()
 
     batch.refresh_from_db()
     assert batch.webhook_error == "HTTP 500 Internal Server Error"
