@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Coroutine
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from functools import lru_cache
@@ -221,15 +222,24 @@ def _reusable(items: list[tuple[Evaluation, Plan]]) -> dict[Any, dict[str, Prior
     }
 
 
-async def _score_rubric(evaluation: Evaluation, judge: JudgeConfig, criteria, reuse):
-    run = evaluation.run
+def rubric_scoring(
+    *,
+    run: AgentRun,
+    judge: JudgeConfig,
+    criteria: list[CriterionSpec],
+    scale: float,
+    strategy: str,
+    reuse: dict[str, PriorVerdict],
+) -> Coroutine[Any, Any, Any]:
+    """The rubric scorer's coroutine for one stored run: a worker's evaluation, or the
+    editor's "try it" (which reuses nothing)."""
     scorer = RubricScorer(
         judge=judge,
         criteria=criteria,
-        scale=evaluation.scale,
-        strategy="independent" if evaluation.strategy == "independent" else "batched",
+        scale=scale,
+        strategy="independent" if strategy == "independent" else "batched",
     )
-    return await scorer.ascore(
+    return scorer.ascore(
         task=run.task_text,
         output=run.output_text,
         system=run.system_text or None,
@@ -319,7 +329,14 @@ async def _score(claim: Claim) -> Any:
     evaluation, _, plan = claim
     TENANT.set(str(evaluation.team_id))  # this task's judge requests count as its team's
     if evaluation.kind == Kind.RUBRIC:
-        return await _score_rubric(evaluation, plan.judge, plan.criteria, plan.reuse)
+        return await rubric_scoring(
+            run=evaluation.run,
+            judge=plan.judge,
+            criteria=plan.criteria,
+            scale=evaluation.scale,
+            strategy=evaluation.strategy,
+            reuse=plan.reuse,
+        )
     return await _score_alignment(evaluation, plan.judge)
 
 

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from rubrics.judging import judge_config_for, judge_for
-from rubrics.models import Rubric, Strategy
+from rubrics.models import Rubric
 from rubrics.services import CriterionInput, criteria_validate
 from runs.judge_runtime import run_judged
 from runs.scoring import Criterion as CriterionSpec
-from runs.scoring import JudgeError, RubricScorer, ScoringInputError
+from runs.scoring import JudgeError, ScoringInputError
 from runs.scoring.redact import tenant_error
 
 from ..models import AgentRun, Evaluation
+from .execute import rubric_scoring
 
 
 @dataclass(frozen=True)
@@ -51,18 +52,8 @@ def rubric_try(*, rubric: Rubric, criteria: Sequence[CriterionInput], run: Agent
         CriterionSpec(id=c.key or f"draft{i + 1}", description=c.description, required=c.required)
         for i, c in enumerate(criteria)
     ]
-    strategy: Literal["batched", "independent"] = (
-        "independent" if rubric.strategy == Strategy.INDEPENDENT else "batched"
-    )
-    scorer = RubricScorer(judge=judge, criteria=specs, scale=rubric.scale, strategy=strategy)
-    coroutine = scorer.ascore(
-        task=run.task_text,
-        output=run.output_text,
-        system=run.system_text or None,
-        request_context=run.request_context,
-        metadata=run.metadata,
-        input=run.input,
-        reuse={},
+    coroutine = rubric_scoring(
+        run=run, judge=judge, criteria=specs, scale=rubric.scale, strategy=rubric.strategy, reuse={}
     )
     try:
         return TryOutcome(
