@@ -19,6 +19,18 @@ class AlignmentMode(models.TextChoices):
     BOTH = "both", "Both"
 
 
+class JudgeView(models.TextChoices):
+    """What of a run the judge sees (SCORING.md "Judge views")."""
+
+    FINAL = "final", "Final answer (task, system prompt, last answer)"
+    CONVERSATION = "conversation", "Conversation (every user and assistant turn)"
+    TRAJECTORY = "trajectory", "Trajectory (every turn and tool call with its result)"
+
+
+# The rendered run's token budget when a version does not set one: sized for small judges.
+DEFAULT_RUN_TOKEN_BUDGET = 24_000
+
+
 class Rubric(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="rubrics")
@@ -66,11 +78,16 @@ class Rubric(models.Model):
 
 
 class RubricVersion(models.Model):
-    """An immutable snapshot of a rubric's criteria; every verdict points at one."""
+    """An immutable snapshot of a rubric's criteria and of what the judge sees of a run;
+    every verdict points at one."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     rubric = models.ForeignKey(Rubric, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()
+    judge_view = models.CharField(max_length=12, choices=JudgeView.choices, default=JudgeView.FINAL)
+    # At most this many tokens of the rendered run (counted for the judge model); over it the
+    # rendering elides middle steps with a marker (runs.scoring.render).
+    run_token_budget = models.PositiveIntegerField(default=DEFAULT_RUN_TOKEN_BUDGET)
     note = models.CharField(max_length=300, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
@@ -82,6 +99,9 @@ class RubricVersion(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["rubric", "number"], name="version_unique_number"),
             models.CheckConstraint(condition=Q(number__gte=1), name="version_number_positive"),
+            models.CheckConstraint(
+                condition=Q(run_token_budget__gte=1000), name="version_run_token_budget_min"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -5,6 +5,7 @@ from django.db import models
 from django.db.models import Q
 
 from rubrics.models import AlignmentMode, Criterion, Rubric, RubricVersion
+from runs.scoring.trajectory import Step, normalise
 from teams.models import Team
 
 
@@ -39,6 +40,13 @@ class AgentRun(models.Model):
     task_text = models.TextField(blank=True)
     system_text = models.TextField(blank=True)
     output_text = models.TextField(blank=True)
+    # The run's messages (input then output) normalised into ordered steps, once at ingest
+    # (runs.scoring.trajectory): messages, tool calls, tool results, unknown parts kept whole.
+    steps = models.JSONField(default=list, blank=True)
+    # How many steps carry a flag (malformed tool call, result matching no call).
+    flagged_steps = models.PositiveIntegerField(default=0)
+    # A reference answer the judge is shown in every view (optional).
+    expected_output = models.TextField(blank=True)
     # SHA-256 of the canonical payload: the same external_id with another payload is a conflict.
     content_hash = models.CharField(max_length=64)
     rubric = models.ForeignKey(
@@ -92,6 +100,34 @@ class AgentRun(models.Model):
 
     def __str__(self) -> str:
         return self.external_id or str(self.id)
+
+    def trajectory(self) -> list[Step]:
+        """The run's steps; computed from its messages for rows stored before steps were."""
+        if self.steps:
+            return self.steps
+        messages = self.input.get("messages") if isinstance(self.input, dict) else None
+        return normalise(messages, self.output)
+
+
+class RunTool(models.Model):
+    """One tool a run called (distinct per run): "runs that called `refund`"."""
+
+    run = models.ForeignKey(AgentRun, on_delete=models.CASCADE, related_name="tools")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    tool = models.CharField(max_length=200)
+    calls = models.PositiveIntegerField(default=1)
+    run_created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "tool"], name="run_tool_unique"),
+        ]
+        indexes = [
+            models.Index(fields=["team", "tool", "-run_created_at"], name="run_tool_team_newest"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool} ×{self.calls}"
 
 
 class BatchStatus(models.TextChoices):
@@ -190,6 +226,13 @@ class Evaluation(models.Model):
     strategy = models.CharField(max_length=12, blank=True)
     alignment_mode = models.CharField(max_length=8, blank=True)
     alignment_weights = models.JSONField(null=True, blank=True)
+    # What of the run the judge sees (rubrics.models.JudgeView) and the rendered run's token
+    # budget, frozen at creation.
+    judge_view = models.CharField(max_length=12, default="final", blank=True)
+    run_token_budget = models.PositiveIntegerField(null=True, blank=True)
+    # What the rendering cut to fit the budget: {"tokens", "budget", "elided": [{"from", "to",
+    # "steps", "tool_calls"}], "shortened": [step indices]}; {} when nothing was cut.
+    rendering = models.JSONField(default=dict, blank=True)
     # What the judge saw and said: one entry per call (messages, raw answer, tokens, cost,
     # latency).
     calls = models.JSONField(default=list, blank=True)
@@ -290,6 +333,10 @@ class CriterionVerdict(models.Model):
     satisfied = models.BooleanField()
     reasoning = models.TextField(blank=True)
     verdict_key = models.CharField(max_length=64)
+    # Step indices of the run's trajectory this verdict relies on (validated against it), and
+    # what was dropped from the judge's citations, if anything.
+    evidence = models.JSONField(default=list, blank=True)
+    evidence_note = models.CharField(max_length=300, blank=True)
     reused_from = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
