@@ -23,6 +23,7 @@ class RunFilterForm(forms.Form):
     failing_criterion = forms.CharField(required=False, label="Failing criterion")
     status = forms.ChoiceField(required=False, choices=[("", "Any status"), *Status.choices])
     agent = forms.CharField(required=False)
+    tool = forms.CharField(required=False, label="Called tool")
     since = forms.CharField(required=False, label="From")
     until = forms.CharField(required=False, label="Until")
     q = forms.CharField(required=False, label="Search")

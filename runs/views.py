@@ -65,7 +65,8 @@ def _sum_known(values: Any) -> float | None:
 
 def _filter_choices(team: Any, filters: RunFilters | None) -> dict[str, Any]:
     """Rubrics, and for the chosen rubric its versions and the criteria of the chosen (else
-    current) version: what the filter selects offer. At most three queries."""
+    current) version, and the tools the team's recent runs called: what the filter selects
+    offer. At most four queries."""
     rubrics = list(
         Rubric.objects.filter(team=team).select_related("current_version").order_by("name")
     )
@@ -87,7 +88,13 @@ def _filter_choices(team: Any, filters: RunFilters | None) -> dict[str, Any]:
         criteria = list(
             Criterion.objects.filter(version__rubric=rubric, **version_q).order_by("position")
         )
-    return {"rubrics": rubrics, "chosen_rubric": rubric, "versions": versions, "criteria": criteria}
+    return {
+        "rubrics": rubrics,
+        "chosen_rubric": rubric,
+        "versions": versions,
+        "criteria": criteria,
+        "tools": selectors.tools_recent(team=team),
+    }
 
 
 @team_required

@@ -23,7 +23,7 @@ from .evaluations import (
     evaluations_latest_for_runs,
     evaluations_pending,
 )
-from .filters import RunFilterError, RunFilters, runs_matching
+from .filters import RunFilterError, RunFilters, runs_matching, tools_recent
 from .rubric_stats import (
     CriterionFailures,
     FailingRunStep,
@@ -76,4 +76,5 @@ __all__ = [
     "run_status_cell",
     "runs_list",
     "runs_matching",
+    "tools_recent",
 ]

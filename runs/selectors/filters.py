@@ -16,6 +16,7 @@ from teams.models import Team
 from ..models import (
     AgentRun,
     CriterionVerdict,
+    RunTool,
 )
 
 DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -50,13 +51,16 @@ class RunFilters(BaseModel):
     )
     status: StatusChoice | None = Field(default=None, description="Evaluation status of the run")
     agent: str | None = Field(default=None, max_length=200)
+    tool: str | None = Field(
+        default=None, max_length=200, description="Tool name the run called (e.g. refund)"
+    )
     since: datetime | None = Field(default=None, description="Created at or after")
     until: datetime | None = Field(default=None, description="Created before")
     q: str | None = Field(
         default=None, max_length=200, description="Text in external_id, task or output"
     )
 
-    @field_validator("rubric", "failing_criterion", "agent", "q")
+    @field_validator("rubric", "failing_criterion", "agent", "tool", "q")
     @classmethod
     def _storable_text(cls, value: str | None) -> str | None:
         if value is not None and "\x00" in value:
@@ -128,6 +132,8 @@ def _filtered(team: Team, f: RunFilters) -> QuerySet[AgentRun]:
         qs = qs.filter(status=f.status)
     if f.agent:
         qs = qs.filter(agent=f.agent)
+    if f.tool:
+        qs = qs.filter(pk__in=_runs_calling(team, f))
     if f.since:
         qs = qs.filter(created_at__gte=f.since)
     if f.until:
@@ -162,6 +168,35 @@ def _failing_runs(team: Team, f: RunFilters) -> QuerySet[CriterionVerdict, Any]:
     if f.until:
         verdicts = verdicts.filter(run_created_at__lt=f.until)
     return verdicts.values("run_id")
+
+
+def _runs_calling(team: Team, f: RunFilters) -> QuerySet[RunTool, Any]:
+    """Ids of runs that called the tool, read from run_tool_team_newest (team, tool,
+    run_created_at): one row per run and tool, so a run that called it twice is listed once."""
+    calls = RunTool.objects.filter(team=team, tool=f.tool)
+    if f.since:
+        calls = calls.filter(run_created_at__gte=f.since)
+    if f.until:
+        calls = calls.filter(run_created_at__lt=f.until)
+    return calls.values("run_id")
+
+
+RECENT_TOOL_RUNS = 1_000
+RECENT_TOOLS_SHOWN = 100
+
+
+def tools_recent(*, team: Team) -> list[str]:
+    """The tool names called by the team's newest 1,000 runs (at most 100, by name): what the
+    tool filter offers. One bounded query: the newest runs come from run_team_newest, their
+    tools from run_tool_unique (run, tool)."""
+    newest = AgentRun.objects.filter(team=team).order_by("-created_at", "-id").values("id")
+    names = (
+        RunTool.objects.filter(run_id__in=newest[:RECENT_TOOL_RUNS])
+        .values_list("tool", flat=True)
+        .distinct()
+        .order_by("tool")[:RECENT_TOOLS_SHOWN]
+    )
+    return list(names)
 
 
 def runs_matching(*, team: Team, filters: RunFilters) -> QuerySet[AgentRun]:

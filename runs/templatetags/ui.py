@@ -8,6 +8,7 @@ links) never reaches the page as markup.
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import markdown as md
@@ -37,14 +38,26 @@ class _RawHtmlAsText(Extension):
         md_instance.inlinePatterns.deregister("html")
 
 
+_converters = threading.local()
+
+
+def _converter() -> md.Markdown:
+    """This thread's Markdown converter: building one (loading its extensions) costs more
+    than converting a message, and a run page converts hundreds of them."""
+    converter = getattr(_converters, "md", None)
+    if converter is None:
+        converter = md.Markdown(
+            extensions=[_RawHtmlAsText(), "fenced_code", "tables", "sane_lists"]
+        )
+        _converters.md = converter
+    return converter
+
+
 @register.filter
 def markdown(text: Any) -> SafeString:
     """Render Markdown, then sanitize the HTML with an allow-list."""
     source = text if isinstance(text, str) else json.dumps(text, indent=2, ensure_ascii=False)
-    html = md.markdown(
-        source[:MAX_MARKDOWN_CHARS],
-        extensions=[_RawHtmlAsText(), "fenced_code", "tables", "sane_lists"],
-    )
+    html = _converter().reset().convert(source[:MAX_MARKDOWN_CHARS])
     clean = nh3.clean(
         html,
         tags=ALLOWED_TAGS,
