@@ -39,10 +39,12 @@ logger = logging.getLogger(__name__)
 # non-ASCII text (json.dumps' default: "\ud83d\ude00" is 12 bytes for a 4-byte emoji).
 BODY_MARGIN = 3
 BULK_PATH = re.compile(r"/runs/bulk/?$")
+# An OTLP export carries many traces; each trace's own limit is checked by runs/otel.
+OTEL_PATH = re.compile(r"/otel/v1/traces/?$")
 
 
 def body_limit(request: HttpRequest) -> int:
-    if BULK_PATH.search(request.path):
+    if BULK_PATH.search(request.path) or OTEL_PATH.search(request.path):
         return settings.EVALSITE_MAX_BULK_BYTES
     return settings.EVALSITE_MAX_RUN_BYTES * BODY_MARGIN + 16_384
 
@@ -260,3 +262,4 @@ api.add_router("/team", "teams.api_team.router")
 api.add_router("", "runs.api.router")
 api.add_router("", "runs.api_rescore.router")
 api.add_router("", "reviews.api.router")
+api.add_router("/otel", "runs.api_otel.router")

@@ -297,8 +297,17 @@ EVALSITE_REVIEW_FLIP_THRESHOLD = env_float("EVALSITE_REVIEW_FLIP_THRESHOLD", 0.1
 # A reviewer's claim on a queued run lasts this long without activity.
 EVALSITE_REVIEW_CLAIM_SECONDS = env_int("EVALSITE_REVIEW_CLAIM_SECONDS", 600)
 
+# --- OpenTelemetry ingest (runs/otel/) ------------------------------------------------------
+# Seconds between an agent span's arrival and its run's assembly (children exported in a
+# slightly later batch still join); 0 assembles in the export request itself.
+EVALSITE_OTEL_ASSEMBLE_DELAY = env_float("EVALSITE_OTEL_ASSEMBLE_DELAY", 2.0)
+# Hours a staged span is kept: spans of traces with no agent span, and the ids of assembled
+# ones (so a retried export stores nothing twice).
+EVALSITE_OTEL_SPAN_TTL_HOURS = env_float("EVALSITE_OTEL_SPAN_TTL_HOURS", 24.0)
+
 CELERY_BEAT_SCHEDULE = {
     "sweep-evaluations": {"task": "runs.tasks.sweep", "schedule": EVALSITE_SWEEP_INTERVAL},
+    "sweep-otel-spans": {"task": "runs.tasks.otel_sweep", "schedule": EVALSITE_SWEEP_INTERVAL},
 }
 
 LOGGING = {

@@ -424,3 +424,7 @@ class AlignmentBreakdown(models.Model):
 
     def __str__(self) -> str:
         return f"{self.perspective} alignment {self.weighted_score:.2f}"
+
+
+# OpenTelemetry ingest's staged spans and service defaults live with their code (runs/otel/).
+from .otel.models import OtelServiceRubric, OtelSpan  # noqa: E402,F401

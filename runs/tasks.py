@@ -4,6 +4,9 @@ from celery import shared_task
 from django.conf import settings
 from django.db import close_old_connections
 
+from teams.models import Team
+
+from .otel.services import ASSEMBLE_TASK, otel_sweep, otel_trace_assemble
 from .services import evaluations_sweep
 from .services.evaluations import EVALUATE_MANY_TASK, EVALUATE_TASK
 from .services.fair import evaluations_execute_fairly
@@ -73,3 +76,23 @@ def batch_webhook(self, batch_id: str) -> bool:
         return batch_webhook_deliver(batch_id=batch_id)
     except WebhookFailed as exc:
         raise self.retry(exc=exc, countdown=webhook_backoff(self.request.retries)) from exc
+
+
+# --- OpenTelemetry ingest (runs/otel/services.py) ---------------------------------------------
+
+
+@shared_task(name=ASSEMBLE_TASK, acks_late=True, ignore_result=True, time_limit=120, max_retries=0)
+def otel_assemble(team_id: str, trace_id: str) -> int:
+    """Make the runs of a trace's agent spans (sent EVALSITE_OTEL_ASSEMBLE_DELAY seconds after
+    one arrived). Idempotent: a redelivered message finds the spans assembled. The number made."""
+    close_old_connections()
+    team = Team.objects.filter(pk=team_id).first()
+    if team is None:
+        return 0
+    return len(otel_trace_assemble(team=team, trace_id=trace_id))
+
+
+@shared_task(name="runs.tasks.otel_sweep", ignore_result=True, time_limit=120)
+def otel_sweep_task() -> dict:
+    made, deleted = otel_sweep()
+    return {"assembled": made, "deleted": deleted}

@@ -1,0 +1,8 @@
+"""OpenTelemetry ingest: OTLP/HTTP trace exports (JSON or protobuf) following the GenAI
+semantic conventions become agent runs.
+
+decode.py reads an export into plain spans; models.py stages them (idempotent on trace id +
+span id) and keeps each team's default rubric per ``service.name``; messages.py turns GenAI
+messages and the older per-message events into Chat Completions messages; convert.py turns an
+agent span and its descendants into one run payload; services.py stages, assembles, sweeps.
+"""

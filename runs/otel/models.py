@@ -1,0 +1,78 @@
+"""Staged spans and the per-service default rubric (registered through runs.models)."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+
+from rubrics.models import Rubric
+from teams.models import Team
+
+
+class OtelSpan(models.Model):
+    """One received span, kept until its agent span's run is assembled and then pruned to its
+    ids (a tombstone: a retried export stores nothing twice, a straggler is recognised) until
+    it expires after EVALSITE_OTEL_SPAN_TTL_HOURS."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    trace_id = models.CharField(max_length=32)
+    span_id = models.CharField(max_length=16)
+    parent_span_id = models.CharField(max_length=16, blank=True)
+    name = models.CharField(max_length=300, blank=True)
+    # gen_ai.operation.name (invoke_agent, chat, execute_tool, ...), "" when absent.
+    operation = models.CharField(max_length=40, blank=True)
+    start_ns = models.BigIntegerField(default=0)
+    end_ns = models.BigIntegerField(default=0)
+    attributes = models.JSONField(default=dict, blank=True)
+    events = models.JSONField(default=list, blank=True)
+    resource = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=5, default="unset")  # unset | ok | error
+    status_message = models.TextField(blank=True)
+    # Bytes of the span's attributes, events and resource as JSON: a trace's staged size.
+    size = models.PositiveIntegerField(default=0)
+    received_at = models.DateTimeField(default=timezone.now)
+    run = models.ForeignKey(
+        "runs.AgentRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    assembled_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        app_label = "runs"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["team", "trace_id", "span_id"], name="otel_span_unique"
+            ),
+        ]
+        indexes = [
+            # The sweeper: spans past their time to live, oldest first.
+            models.Index(fields=["received_at"], name="otel_span_received"),
+            # The sweeper: agent spans whose assembly never ran (a lost task).
+            models.Index(
+                fields=["received_at"],
+                condition=models.Q(assembled_at__isnull=True, operation="invoke_agent")
+                | models.Q(assembled_at__isnull=True, parent_span_id=""),
+                name="otel_span_unassembled_agent",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.trace_id}:{self.span_id}"
+
+
+class OtelServiceRubric(models.Model):
+    """The rubric that judges runs of one ``service.name`` when their spans name none."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    service_name = models.CharField(max_length=200)
+    rubric = models.ForeignKey(Rubric, on_delete=models.CASCADE, related_name="+")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        app_label = "runs"
+        ordering = ["service_name"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "service_name"], name="otel_service_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.service_name} → {self.rubric_id}"
