@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import views, views_otel
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -11,4 +11,7 @@ urlpatterns = [
     path("batches/", views.batch_list, name="batch_list"),
     path("batches/<uuid:batch_id>/", views.batch_detail, name="batch_detail"),
     path("batches/<uuid:batch_id>/cancel/", views.batch_cancel_view, name="batch_cancel"),
+    path("team/otel/", views_otel.otel_services, name="otel_services"),
+    path("team/otel/save/", views_otel.otel_service_save, name="otel_service_save"),
+    path("team/otel/remove/", views_otel.otel_service_remove, name="otel_service_remove"),
 ]

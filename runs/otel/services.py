@@ -340,3 +340,9 @@ def otel_service_set(
         team=team, service_name=name, defaults={"rubric": found}
     )
     return row
+
+
+def otel_rubric_choices(*, team: Team, limit: int = 200) -> list[tuple[str, str]]:
+    """(slug, name) of the team's active rubrics, by name: what the settings page offers."""
+    rows = Rubric.objects.filter(team=team, archived_at__isnull=True).order_by("name")
+    return list(rows.values_list("slug", "name")[:limit])
