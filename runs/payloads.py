@@ -8,16 +8,44 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
-Role = Literal["system", "user", "assistant", "tool", "developer"]
+Role = Literal["system", "user", "assistant", "tool", "developer", "function"]
 AlignmentChoice = Literal["off", "user", "system", "both"]
 
 
 class Message(BaseModel):
+    """A message or item of any accepted format (runs.scoring.trajectory): a chat message with
+    a ``role`` (OpenAI Chat Completions, Anthropic, AI SDK / Mastra), or an OpenAI Responses
+    API item with a ``type`` and no role (``function_call``, ``function_call_output``, ...).
+    Fields beyond these (``tool_calls``, ``tool_call_id``, ``parts``, ...) are kept as sent."""
+
     model_config = ConfigDict(extra="allow")
-    role: Role
-    content: str | list[dict[str, Any]] | None = ""
+    role: Role | None = None
+    content: str | list[Any] | dict[str, Any] | None = ""
+
+    @model_validator(mode="after")
+    def _role_or_type(self) -> Message:
+        if self.role is None and not isinstance((self.model_extra or {}).get("type"), str):
+            raise ValueError("a message needs a role (or, for a Responses API item, a type)")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _as_sent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if self.role is None:  # a Responses API item: no role or content it did not send
+            data.pop("role", None)
+            if "content" not in self.model_fields_set:
+                data.pop("content", None)
+        return data
 
 
 class RunInput(BaseModel):
@@ -43,6 +71,11 @@ class RunPayload(BaseModel):
     output: str | list[Message | str] = ""
     request_context: dict[str, Any] = Field(default_factory=dict)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    expected_output: str = Field(
+        default="",
+        max_length=200_000,
+        description="A reference answer the judge is shown in every judge view",
+    )
 
     @field_validator("rubric")
     @classmethod
@@ -51,6 +84,10 @@ class RunPayload(BaseModel):
 
     def content(self) -> dict[str, Any]:
         """The run's content without routing fields: what idempotency compares."""
-        return self.model_dump(
-            mode="json", include={"agent", "input", "output", "request_context", "metadata"}
+        content = self.model_dump(
+            mode="json",
+            include={"agent", "input", "output", "request_context", "metadata", "expected_output"},
         )
+        if not content["expected_output"]:
+            del content["expected_output"]  # runs sent before it existed keep their hash
+        return content

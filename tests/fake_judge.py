@@ -28,6 +28,10 @@ Deterministic answers
 * Rubric: a criterion is satisfied iff every double-quoted phrase in its
   description occurs (case-insensitively) in the output text; a criterion with
   no quoted phrase is satisfied unless the output contains ``[[unsatisfied]]``.
+  When the prompt has a ``<transcript-B>`` block (conversation and trajectory
+  views), the output and the transcript are searched, and each verdict cites as
+  ``evidence`` the step numbers (``[n]`` lines) mentioning a quoted phrase, or
+  exactly the numbers of a ``[[cite:N,M]]`` marker in the criterion.
 * Alignment: the reference text is the task (user perspective) or the system
   prompt (system perspective). Requirements are the reference's sentences; one
   is fulfilled when at least half of its words (3+ letters) occur in the
@@ -92,6 +96,8 @@ LATENCY_RE = re.compile(r"\[\[latency:([\d.]+)\]\]")
 SCORES_RE = re.compile(r"\[\[scores:([\d.]+),([\d.]+),([\d.]+),([\d.]+)\]\]")
 CRITERION_RE = re.compile(r"^\[([^\]\s]+)\]\s+(.*)$")
 BOUNDARY_RE = re.compile(r"Boundary of this request: ([0-9a-f]+)")
+STEP_RE = re.compile(r"^\[(\d+)\] ")
+CITE_RE = re.compile(r"\[\[cite:([\d,]*)\]\]")
 QUOTED_RE = re.compile(r'"([^"]+)"')
 WORD_RE = re.compile(r"[a-z0-9]{3,}")
 SENTENCE_RE = re.compile(r"[^.!?\n]+")
@@ -203,10 +209,44 @@ def rubric_verdict(criterion_id: str, description: str, output: str) -> dict:
     return {"criterion_id": criterion_id, "satisfied": satisfied, "reasoning": why}
 
 
+def transcript_steps(transcript: str) -> dict[int, str]:
+    """Step number -> its text, from the transcript block's ``[n] ...`` lines (a step's text
+    continues on the lines after it until the next ``[n]``)."""
+    steps: dict[int, str] = {}
+    current: int | None = None
+    for line in transcript.splitlines():
+        found = STEP_RE.match(line)
+        if found:
+            current = int(found.group(1))
+            steps[current] = line
+        elif current is not None:
+            steps[current] += "\n" + line
+    return steps
+
+
+def cited_steps(description: str, steps: dict[int, str]) -> list[int]:
+    """The steps a verdict cites: ``[[cite:N,M]]`` in the criterion forces them (any numbers,
+    so tests can send out-of-range ones), else the steps mentioning a quoted phrase."""
+    forced = CITE_RE.search(description)
+    if forced:
+        return [int(n) for n in forced.group(1).split(",") if n.strip()]
+    phrases = [p.lower() for p in QUOTED_RE.findall(description)]
+    return [n for n, text in steps.items() if any(p in text.lower() for p in phrases)]
+
+
 def rubric_answer(prompt: str, fault: str | None, boundary: str | None = None) -> dict:
     output = section(prompt, "output", boundary)
     asked = asked_criteria(prompt, boundary)
-    verdicts = [rubric_verdict(cid, desc, output) for cid, desc in asked]
+    transcript = section(prompt, "transcript", boundary) if boundary else ""
+    if not transcript:
+        verdicts = [rubric_verdict(cid, desc, output) for cid, desc in asked]
+    else:  # conversation / trajectory views: judge the whole run, cite its steps
+        steps = transcript_steps(transcript)
+        verdicts = []
+        for cid, desc in asked:
+            verdict = rubric_verdict(cid, desc, output + "\n" + transcript)
+            verdict["evidence"] = cited_steps(desc, steps)
+            verdicts.append(verdict)
     if fault == "missing" and verdicts:
         verdicts.pop()
     elif fault == "extra":

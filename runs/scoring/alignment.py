@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+from functools import partial
+from typing import Any
 
 from .errors import ScoringInputError, pick_error
 from .judge import complete_json
+from .llm import count_tokens
 from .prompts import alignment_messages, alignment_schema, one_line
+from .render import DEFAULT_TOKEN_BUDGET, RunView, View, run_view
+from .rubric import checked_budget, checked_view
 from .rules import DIMENSIONS, alignment_combine, band_for, perspective_score
 from .sync import checked_scale, run_sync
 from .types import (
@@ -120,6 +125,8 @@ class AlignmentScorer:
         mode: AlignmentMode = "both",
         scale: float = 1,
         weights: AlignmentWeights | None = None,
+        view: View = "final",
+        token_budget: int = DEFAULT_TOKEN_BUDGET,
     ) -> None:
         if mode not in ("user", "system", "both"):
             raise ValueError(f"mode must be 'user', 'system' or 'both', got {mode!r}")
@@ -127,18 +134,40 @@ class AlignmentScorer:
         self.mode: AlignmentMode = mode
         self.scale = checked_scale(scale)
         self.weights = weights or AlignmentWeights()
+        self.view = checked_view(view)
+        self.token_budget = checked_budget(token_budget)
 
-    def score(self, *, task: str, output: str, system: str | None = None) -> AlignmentResult:
+    def score(self, **kwargs: Any) -> AlignmentResult:
         """`ascore` for synchronous callers (not inside a running event loop)."""
-        return run_sync(
-            lambda: self.ascore(task=task, output=output, system=system), "AlignmentScorer"
-        )
+        return run_sync(lambda: self.ascore(**kwargs), "AlignmentScorer")
 
-    async def ascore(self, *, task: str, output: str, system: str | None = None) -> AlignmentResult:
-        """One judge call per perspective judged; both perspectives run concurrently."""
-        perspectives = self._perspectives(task, system)
+    async def ascore(
+        self,
+        *,
+        task: str | None = None,
+        output: Any = "",
+        system: str | None = None,
+        messages: Any = None,
+        expected_output: str | None = None,
+        rendered: RunView | None = None,
+    ) -> AlignmentResult:
+        """One judge call per perspective judged; both perspectives run concurrently.
+
+        The run is given as for `RubricScorer.ascore`. In the conversation and trajectory
+        views the user perspective's reference is every user turn, not only the first."""
+        shown = rendered or run_view(
+            view=self.view,
+            budget=self.token_budget,
+            count=partial(count_tokens, self.judge.model),
+            task=task,
+            output=output,
+            system=system,
+            messages=messages,
+            expected_output=expected_output,
+        )
+        perspectives = self._perspectives(shown.user_turns, shown.system)
         outcomes = await asyncio.gather(
-            *(self._judge(p, task, system, output) for p in perspectives), return_exceptions=True
+            *(self._judge(p, shown) for p in perspectives), return_exceptions=True
         )
         calls = [
             c for o in outcomes for c in (o[1] if isinstance(o, tuple) else getattr(o, "calls", []))
@@ -147,7 +176,8 @@ class AlignmentScorer:
         if errors:
             raise pick_error(errors, calls)
         pairs = [o for o in outcomes if isinstance(o, tuple)]
-        return self._result({p.perspective: p for p, _ in pairs}, calls)
+        result = self._result({p.perspective: p for p, _ in pairs}, calls)
+        return result.model_copy(update={"view": shown.view, "rendering": shown.rendering})
 
     def _perspectives(self, task: str, system: str | None) -> list[Perspective]:
         """Which perspectives to judge; raises ScoringInputError when one cannot be."""
@@ -166,11 +196,19 @@ class AlignmentScorer:
         return [self.mode]
 
     async def _judge(
-        self, perspective: Perspective, task: str, system: str | None, output: str
+        self, perspective: Perspective, shown: RunView
     ) -> tuple[PerspectiveResult, list[JudgeCall]]:
+        messages = alignment_messages(
+            perspective=perspective,
+            task=shown.user_turns,
+            system=shown.system or None,
+            output=shown.output,
+            transcript=shown.transcript,
+            reference=shown.reference,
+        )
         answer, calls = await complete_json(
             self.judge,
-            alignment_messages(perspective=perspective, task=task, system=system, output=output),
+            messages,
             schema_name=f"alignment_{perspective}",
             schema=alignment_schema(),
             validate=PerspectiveAnswer.model_validate,

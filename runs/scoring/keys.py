@@ -27,13 +27,20 @@ def verdict_key(
     task: str | None,
     system: str | None,
     output: str | None,
+    *,
+    view: str = "final",
+    transcript: str | None = None,
+    reference: str | None = None,
 ) -> str:
     """sha256 hex of a canonical JSON of everything a verdict depends on.
 
     None and "" are the same text (a run without a system prompt has either, depending on the
-    caller). The judge enters through `JudgeConfig.identity()`, which holds no secrets.
+    caller). The judge enters through `JudgeConfig.identity()`, which holds no secrets. The
+    texts are the rendered ones (runs.scoring.render): the key covers exactly what the judge
+    saw, so a verdict is never reused across judge views, transcripts or reference answers.
+    The final view without a reference hashes what it always did.
     """
-    payload = {
+    payload: dict[str, object] = {
         "prompt_version": PROMPT_VERSION,
         "judge": judge.identity(),
         "criterion": criterion_description,
@@ -41,6 +48,8 @@ def verdict_key(
         "system": system or "",
         "output": output or "",
     }
+    if view != "final" or transcript is not None or reference:
+        payload |= {"view": view, "transcript": transcript or "", "reference": reference or ""}
     canonical = json.dumps(
         payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
     )

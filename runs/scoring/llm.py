@@ -144,3 +144,13 @@ def response_cost(response: Any) -> Any:
     """The cost litellm computed for a response, when it did (anything else: not a number)."""
     hidden = getattr(response, "_hidden_params", None) or {}
     return hidden.get("response_cost") if isinstance(hidden, dict) else None
+
+
+def count_tokens(model: str, text: str) -> int:
+    """Tokens of ``text`` for ``model``'s tokenizer (litellm's counter, which falls back to a
+    bundled tiktoken encoding for models it does not know); 4 characters a token if even that
+    fails, so rendering never depends on a tokenizer being present."""
+    try:
+        return int(litellm.token_counter(model=model, text=text))
+    except Exception:  # noqa: BLE001 - an estimate is the right answer here
+        return (len(text) + 3) // 4

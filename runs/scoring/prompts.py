@@ -26,7 +26,7 @@ from .types import Perspective
 
 BOUNDARY_BYTES = 16  # 128 random bits: 32 hex digits
 # The tag names a prompt uses; run text mentioning one of them is neutralised.
-TAGS = ("task", "system_prompt", "output", "criteria")
+TAGS = ("task", "system_prompt", "output", "criteria", "transcript", "reference")
 _OUR_TAG = re.compile(r"<(\s*/?\s*(?:" + "|".join(TAGS) + r"))", re.IGNORECASE)
 
 
@@ -77,6 +77,17 @@ assessment. Answer with JSON only."""
 _RUBRIC_BLOCKS = (
     "the task, the agent's system prompt (when it has one), the output and the criteria"
 )
+# Added to the rubric rules when the judge sees a transcript (conversation / trajectory views).
+TRANSCRIPT_RULES = """
+
+The transcript block is the whole run in order, one step per entry, each starting with its step number in brackets: user and assistant turns and, when shown, every tool call (tool name, call id, JSON arguments) and tool result (ERROR marks a failed call). A line "[… steps … elided …]" stands for steps left out for length: do not assume anything about them. Grade each criterion on what the agent said and did across the transcript; the output block is its final answer. In each verdict, list in "evidence" the step numbers you relied on (an empty list when the criterion holds or fails by the absence of something across the whole transcript)."""
+REFERENCE_RULES = """
+
+The reference block is a reference answer written by the agent's team: use it to judge correctness and completeness; the output need not match its wording."""
+_TRANSCRIPT_BLOCKS = (
+    "the task, the agent's system prompt (when it has one), the transcript, the output, the "
+    "reference answer (when there is one) and the criteria"
+)
 
 _ALIGNMENT_ROLE = {
     "user": (
@@ -123,33 +134,55 @@ def rubric_messages(
     system: str | None,
     output: str,
     criteria: list[tuple[str, str]],
+    transcript: str | None = None,
+    reference: str | None = None,
     boundary: str | None = None,
 ) -> list[dict[str, str]]:
     """The rubric prompt for (label, description) pairs, under a fresh boundary unless one is
-    given (tests pin it)."""
+    given (tests pin it). Without a transcript or a reference it is exactly the final view's
+    prompt as it always was (stored verdicts keep matching)."""
     boundary = boundary or new_boundary()
     parts = [_block("task", task, boundary)]
     if system:
         parts.append(_block("system_prompt", system, boundary))
+    if transcript is not None:
+        parts.append(_block("transcript", transcript, boundary))
     parts.append(_block("output", output, boundary))
+    if reference:
+        parts.append(_block("reference", reference, boundary))
     lines = "\n".join(_criterion_line(label, description) for label, description in criteria)
     parts.append(f"<criteria-{boundary}>\n{lines}\n</criteria-{boundary}>")
     parts.append("Give one verdict for each criterion id in the criteria block.")
+    system_text = RUBRIC_SYSTEM
+    if transcript is not None:
+        system_text += TRANSCRIPT_RULES
+    if reference:
+        system_text += REFERENCE_RULES
+    blocks = _TRANSCRIPT_BLOCKS if transcript is not None or reference else _RUBRIC_BLOCKS
     return [
-        {"role": "system", "content": RUBRIC_SYSTEM + _rules(boundary, _RUBRIC_BLOCKS)},
+        {"role": "system", "content": system_text + _rules(boundary, blocks)},
         {"role": "user", "content": "\n\n".join(parts)},
     ]
 
 
-def rubric_schema(labels: list[str]) -> dict[str, Any]:
+def rubric_schema(labels: list[str], *, evidence: bool = False) -> dict[str, Any]:
+    """The verdicts' schema; with ``evidence`` (a transcript was shown) each verdict also
+    lists the step numbers it relied on."""
+    properties: dict[str, Any] = {
+        "criterion_id": {"type": "string", "enum": labels},
+        "satisfied": {"type": "boolean"},
+        "reasoning": {"type": "string"},
+    }
+    if evidence:
+        properties["evidence"] = {
+            "type": "array",
+            "items": {"type": "integer"},
+            "description": "step numbers of the transcript this verdict relies on",
+        }
     verdict = {
         "type": "object",
-        "properties": {
-            "criterion_id": {"type": "string", "enum": labels},
-            "satisfied": {"type": "boolean"},
-            "reasoning": {"type": "string"},
-        },
-        "required": ["criterion_id", "satisfied", "reasoning"],
+        "properties": properties,
+        "required": list(properties),
         "additionalProperties": False,
     }
     return _object(
@@ -163,23 +196,47 @@ def alignment_messages(
     task: str,
     system: str | None,
     output: str,
+    transcript: str | None = None,
+    reference: str | None = None,
     boundary: str | None = None,
 ) -> list[dict[str, str]]:
     """The alignment prompt for one perspective, under a fresh boundary unless one is given.
 
-    The user perspective is shown only the user's request; the system perspective gets the
-    system prompt as its reference and the request as context.
+    The user perspective is shown only the user's request (every user turn, in the
+    conversation and trajectory views); the system perspective gets the system prompt as its
+    reference and the request as context. A transcript and a reference answer, when given, are
+    context for both.
     """
     boundary = boundary or new_boundary()
     parts = [_block("task", task, boundary)]
     if perspective == "system":
         parts.insert(0, _block("system_prompt", system or "", boundary))
+    if transcript is not None:
+        parts.append(_block("transcript", transcript, boundary))
     parts.append(_block("output", output, boundary))
-    rules = _rules(boundary, _ALIGNMENT_BLOCKS[perspective])
+    if reference:
+        parts.append(_block("reference", reference, boundary))
+    blocks = _ALIGNMENT_BLOCKS[perspective]
+    extra = ""
+    if transcript is not None:
+        blocks += ", with the run's transcript (numbered steps) as context"
+        extra += _ALIGNMENT_TRANSCRIPT
+    if reference:
+        blocks += " and a reference answer"
+        extra += REFERENCE_RULES
+    rules = _rules(boundary, blocks)
     return [
-        {"role": "system", "content": _ALIGNMENT_ROLE[perspective] + _ALIGNMENT_BODY + rules},
+        {
+            "role": "system",
+            "content": _ALIGNMENT_ROLE[perspective] + _ALIGNMENT_BODY + extra + rules,
+        },
         {"role": "user", "content": "\n\n".join(parts)},
     ]
+
+
+_ALIGNMENT_TRANSCRIPT = """
+
+The transcript block is the whole run in order (user and assistant turns, and tool calls with their results when shown), one numbered step per entry: read it to see what the agent did; the output block is its final answer, which you score."""
 
 
 def _object(properties: dict[str, Any]) -> dict[str, Any]:

@@ -12,7 +12,9 @@ from typing import Any, Literal
 from .errors import JudgeError, ScoringInputError, pick_error
 from .judge import complete_json
 from .keys import verdict_key
+from .llm import count_tokens
 from .prompts import one_line, rubric_messages, rubric_schema
+from .render import DEFAULT_TOKEN_BUDGET, VIEWS, RunView, View, run_view
 from .rules import gating_verdicts, rubric_passed, rubric_score
 from .sync import checked_scale, run_sync
 from .text import coerce_criteria, resolve_criteria
@@ -39,13 +41,50 @@ NO_RUBRIC_REASON = (
 
 
 @dataclass(frozen=True)
+class Answer:
+    """One criterion's verdict as the judge gave it (evidence validated)."""
+
+    satisfied: bool
+    reasoning: str
+    evidence: tuple[int, ...] = ()
+    evidence_note: str | None = None
+
+
+@dataclass(frozen=True)
 class _Judged:
-    verdicts: dict[str, tuple[bool, str]]  # criterion id -> (satisfied, reasoning)
+    verdicts: dict[str, Answer]  # criterion id -> answer
     overall: str | None
     calls: list[JudgeCall]
 
 
 # --- Validating the judge's answer (fail-closed) -------------------------------------------------
+
+
+def _evidence(label: str, item: dict, steps: frozenset[int]) -> tuple[tuple[int, ...], str | None]:
+    """The cited step numbers that are steps the judge was shown, and a note on the others.
+    Citations never make a verdict invalid."""
+    raw = item.get("evidence")
+    if raw is None:
+        return (), None
+    if not isinstance(raw, list):
+        return (), f"the judge's evidence for {label} was not a list of step numbers; ignored"
+    kept: list[int] = []
+    dropped: list[str] = []
+    for value in raw[:50]:
+        if type(value) is int and value in steps:
+            if value not in kept:
+                kept.append(value)
+        else:
+            dropped.append(repr(value)[:12])
+    if len(raw) > 50:
+        dropped.append(f"and {len(raw) - 50} more")
+    note = None
+    if dropped:
+        note = (
+            f"dropped citation{'s' if len(dropped) > 1 else ''} {', '.join(dropped)}: "
+            "not a step the judge was shown"
+        )
+    return tuple(sorted(kept)), note
 
 
 def _verdict_fields(index: int, item: Any) -> tuple[str, bool, str]:
@@ -64,19 +103,22 @@ def _verdict_fields(index: int, item: Any) -> tuple[str, bool, str]:
 
 
 def validate_verdicts(
-    data: Any, *, asked: Mapping[str, str]
-) -> tuple[dict[str, tuple[bool, str]], str | None]:
-    """Exactly one well-formed verdict per asked label (label -> description), nothing else."""
+    data: Any, *, asked: Mapping[str, str], steps: frozenset[int] | None = None
+) -> tuple[dict[str, Answer], str | None]:
+    """Exactly one well-formed verdict per asked label (label -> description), nothing else.
+    With ``steps`` (the step numbers of the transcript shown), each verdict's evidence is kept
+    when it cites those steps; other citations are dropped and noted."""
     if not isinstance(data, dict) or not isinstance(data.get("verdicts"), list):
         raise ValueError('the answer must be a JSON object with a "verdicts" list')
-    found: dict[str, tuple[bool, str]] = {}
+    found: dict[str, Answer] = {}
     for index, item in enumerate(data["verdicts"]):
         label, satisfied, reasoning = _verdict_fields(index, item)
         if label not in asked:
             raise ValueError(f"judge answered for criterion {label!r}, which was not asked")
         if label in found:
             raise ValueError(f"judge answered twice for criterion {label}")
-        found[label] = (satisfied, reasoning)
+        evidence, note = _evidence(label, item, steps) if steps is not None else ((), None)
+        found[label] = Answer(satisfied, reasoning, evidence, note)
     missing = [label for label in asked if label not in found]
     if missing:
         noun = "criterion" if len(missing) == 1 else "criteria"
@@ -143,6 +185,8 @@ class RubricScorer:
         criteria: Any = None,
         scale: float = 1,
         strategy: Strategy = "batched",
+        view: View = "final",
+        token_budget: int = DEFAULT_TOKEN_BUDGET,
     ) -> None:
         if strategy not in ("batched", "independent"):
             raise ValueError(f"strategy must be 'batched' or 'independent', got {strategy!r}")
@@ -150,58 +194,69 @@ class RubricScorer:
         self.criteria = coerce_criteria(criteria)
         self.scale = checked_scale(scale)
         self.strategy = strategy
+        self.view = checked_view(view)
+        self.token_budget = checked_budget(token_budget)
 
-    def score(
+    def render(
         self,
         *,
-        task: str,
-        output: str,
+        task: str | None = None,
+        output: Any = "",
         system: str | None = None,
-        request_context: Any = None,
-        metadata: Any = None,
-        input: Any = None,  # noqa: A002 - the run's field is called input
-        reuse: Mapping[str, PriorVerdict] | None = None,
-    ) -> RubricResult:
-        """`ascore` for synchronous callers (not inside a running event loop)."""
-        return run_sync(
-            lambda: self.ascore(
-                task=task,
-                output=output,
-                system=system,
-                request_context=request_context,
-                metadata=metadata,
-                input=input,
-                reuse=reuse,
-            ),
-            "RubricScorer",
+        messages: Any = None,
+        expected_output: str | None = None,
+    ) -> RunView:
+        """What the judge will see of this run (the scorer's view, within its token budget)."""
+        return run_view(
+            view=self.view,
+            budget=self.token_budget,
+            count=partial(count_tokens, self.judge.model),
+            task=task,
+            output=output,
+            system=system,
+            messages=messages,
+            expected_output=expected_output,
         )
+
+    def score(self, **kwargs: Any) -> RubricResult:
+        """`ascore` for synchronous callers (not inside a running event loop)."""
+        return run_sync(lambda: self.ascore(**kwargs), "RubricScorer")
 
     async def ascore(
         self,
         *,
-        task: str,
-        output: str,
+        task: str | None = None,
+        output: Any = "",
         system: str | None = None,
+        messages: Any = None,
+        expected_output: str | None = None,
         request_context: Any = None,
         metadata: Any = None,
         input: Any = None,  # noqa: A002 - the run's field is called input
         reuse: Mapping[str, PriorVerdict] | None = None,
+        rendered: RunView | None = None,
     ) -> RubricResult:
-        """Judge the output; verdicts whose key is in `reuse` are taken from there, not asked."""
+        """Judge the run; verdicts whose key is in `reuse` are taken from there, not asked.
+
+        The run is `messages` (its input messages, any accepted shape) and `output` (a string
+        or output messages, any shape), or the texts `task`, `system` and `output`; `rendered`
+        is a view the caller already rendered (the server does, from stored steps)."""
         criteria, source = self._resolve(request_context, metadata, input)
         if not criteria:
             return self._no_rubric()
-        keys = {
-            str(c.id): verdict_key(self.judge, c.description, task, system, output)
-            for c in criteria
-        }
+        shown = rendered or self.render(
+            task=task,
+            output=output,
+            system=system,
+            messages=messages,
+            expected_output=expected_output,
+        )
+        keys = {str(c.id): key_for(self.judge, c.description, shown) for c in criteria}
         reuse = reuse or {}
         pending = [c for c in criteria if keys[str(c.id)] not in reuse]
-        judged = (
-            await self._judge(pending, task, system, output) if pending else _Judged({}, None, [])
-        )
+        judged = await self._judge(pending, shown) if pending else _Judged({}, None, [])
         verdicts = [self._verdict(c, keys[str(c.id)], judged, reuse) for c in criteria]
-        return self._result(verdicts, judged, source)
+        return self._result(verdicts, judged, source, shown)
 
     def _resolve(
         self, request_context: Any, metadata: Any, input: Any
@@ -222,13 +277,11 @@ class RubricScorer:
             criteria_source="none",
         )
 
-    async def _judge(
-        self, pending: list[Criterion], task: str, system: str | None, output: str
-    ) -> _Judged:
+    async def _judge(self, pending: list[Criterion], shown: RunView) -> _Judged:
         if self.strategy == "batched":
-            return await self._judge_batch(pending, task, system, output)
+            return await self._judge_batch(pending, shown)
         outcomes = await asyncio.gather(
-            *(self._judge_batch([c], task, system, output) for c in pending), return_exceptions=True
+            *(self._judge_batch([c], shown) for c in pending), return_exceptions=True
         )
         calls = [
             call
@@ -244,20 +297,24 @@ class RubricScorer:
         overall = judged[0].overall if len(judged) == 1 else None
         return _Judged(merged, overall, calls)
 
-    async def _judge_batch(
-        self, batch: list[Criterion], task: str, system: str | None, output: str
-    ) -> _Judged:
+    async def _judge_batch(self, batch: list[Criterion], shown: RunView) -> _Judged:
         labelled = _labels(batch)
         asked = {label: c.description for label, c in labelled.items()}
         messages = rubric_messages(
-            task=task, system=system, output=output, criteria=list(asked.items())
+            task=shown.task,
+            system=shown.system or None,
+            output=shown.output,
+            transcript=shown.transcript,
+            reference=shown.reference,
+            criteria=list(asked.items()),
         )
+        steps = shown.shown_steps if shown.has_transcript else None
         (found, overall), calls = await complete_json(
             self.judge,
             messages,
             schema_name="rubric_verdicts",
-            schema=rubric_schema(list(asked)),
-            validate=partial(validate_verdicts, asked=asked),
+            schema=rubric_schema(list(asked), evidence=shown.has_transcript),
+            validate=partial(validate_verdicts, asked=asked, steps=steps),
         )
         return _Judged({str(labelled[label].id): v for label, v in found.items()}, overall, calls)
 
@@ -268,22 +325,24 @@ class RubricScorer:
         prior = reuse.get(key)
         reused = prior is not None and str(c.id) not in judged.verdicts
         if prior is not None and reused:
-            satisfied, reasoning = prior.satisfied, prior.reasoning
+            answer = Answer(prior.satisfied, prior.reasoning, tuple(prior.evidence))
         else:
-            satisfied, reasoning = judged.verdicts[str(c.id)]
+            answer = judged.verdicts[str(c.id)]
         return Verdict(
             criterion_id=str(c.id),
             description=c.description,
             required=c.required,
-            satisfied=satisfied,
-            reasoning=reasoning,
+            satisfied=answer.satisfied,
+            reasoning=answer.reasoning,
             key=key,
             reused=reused,
             reused_from=prior.source_id if prior is not None and reused else None,
+            evidence=list(answer.evidence),
+            evidence_note=answer.evidence_note,
         )
 
     def _result(
-        self, verdicts: list[Verdict], judged: _Judged, source: CriteriaSource
+        self, verdicts: list[Verdict], judged: _Judged, source: CriteriaSource, shown: RunView
     ) -> RubricResult:
         passed = rubric_passed(verdicts)
         return RubricResult(
@@ -295,4 +354,32 @@ class RubricScorer:
             criteria_source=source,
             calls=judged.calls,
             usage=Usage.from_calls(judged.calls),
+            view=shown.view,
+            rendering=shown.rendering,
         )
+
+
+def key_for(judge: JudgeConfig, description: str, shown: RunView) -> str:
+    """The verdict key of one criterion on a rendered run (exactly what the judge sees)."""
+    return verdict_key(
+        judge,
+        description,
+        shown.task,
+        shown.system,
+        shown.output,
+        view=shown.view,
+        transcript=shown.transcript,
+        reference=shown.reference,
+    )
+
+
+def checked_view(view: Any) -> View:
+    if view not in VIEWS:
+        raise ValueError(f"view must be one of {', '.join(VIEWS)}, got {view!r}")
+    return view  # type: ignore[no-any-return]
+
+
+def checked_budget(budget: Any) -> int:
+    if type(budget) is not int or budget < 1000:
+        raise ValueError(f"token_budget must be a whole number of at least 1000, got {budget!r}")
+    return budget

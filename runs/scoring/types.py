@@ -164,6 +164,7 @@ class PriorVerdict(BaseModel):
     satisfied: bool
     reasoning: str
     source_id: str
+    evidence: list[int] = Field(default_factory=list)
 
 
 class Verdict(BaseModel):
@@ -177,6 +178,10 @@ class Verdict(BaseModel):
     key: str
     reused: bool = False
     reused_from: str | None = None
+    # Step indices of the run's trajectory the judge cited (conversation / trajectory views),
+    # and what was dropped from its citations.
+    evidence: list[int] = Field(default_factory=list)
+    evidence_note: str | None = None
 
 
 class RubricResult(BaseModel):
@@ -188,6 +193,9 @@ class RubricResult(BaseModel):
     criteria_source: CriteriaSource
     calls: list[JudgeCall] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
+    # What of the run the judge saw, and what the rendering cut to fit the token budget.
+    view: str = "final"
+    rendering: dict[str, Any] = Field(default_factory=dict)
 
 
 # --- Prompt alignment ------------------------------------------------------------------------
@@ -315,3 +323,5 @@ class AlignmentResult(BaseModel):
     reason: str
     calls: list[JudgeCall] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
+    view: str = "final"
+    rendering: dict[str, Any] = Field(default_factory=dict)

@@ -47,6 +47,9 @@ def evaluation_build(
         mode = alignment_mode or (rubric.alignment_mode if rubric else AlignmentMode.BOTH)
     else:
         mode = ""
+    # What the judge sees: the version's view (an alignment evaluation takes the rubric's
+    # current version's); inline criteria and rubric-less runs see the final view.
+    seen = version if kind == Kind.RUBRIC else (rubric.current_version if rubric else None)
     return Evaluation(
         team_id=run.team_id,
         run=run,
@@ -62,6 +65,8 @@ def evaluation_build(
         strategy=rubric.strategy if rubric else "batched",
         alignment_mode=mode,
         alignment_weights=rubric.alignment_weights if rubric else None,
+        judge_view=seen.judge_view if seen is not None else "final",
+        run_token_budget=seen.run_token_budget if seen is not None else None,
         held=held,
     )
 

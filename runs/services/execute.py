@@ -33,11 +33,12 @@ from runs.scoring import (
     RubricScorer,
     ScoringInputError,
     TransientJudgeError,
-    verdict_key,
 )
 from runs.scoring import Criterion as CriterionSpec
 from runs.scoring.fairshare import TENANT
 from runs.scoring.redact import internal_error, new_ref, tenant_error
+from runs.scoring.render import RunView
+from runs.scoring.rubric import key_for
 from teams.selectors import judge_connections_by_id
 
 from ..models import AgentRun, CriterionVerdict, Evaluation, Kind, Status
@@ -45,6 +46,7 @@ from ..ratelimit import judge_admit, limit_for
 from .estimates import evaluation_plan
 from .evaluations import evaluation_publish_later
 from .groupcommit import GroupCommit
+from .judge_view import run_rendered
 from .results import Finished, record_failure, record_many, run_refresh
 
 logger = logging.getLogger(__name__)
@@ -62,6 +64,7 @@ class Plan:
     """What judging a claimed evaluation needs, read with its claim."""
 
     judge: JudgeConfig
+    shown: RunView | None = None  # the run as the judge sees it (None: not rendered yet)
     criteria: list[CriterionSpec] = field(default_factory=list)
     criteria_ids: dict[str, Any] = field(default_factory=dict)
     reuse: dict[str, PriorVerdict] = field(default_factory=dict)
@@ -136,11 +139,17 @@ def _plans(evaluations: list[Evaluation]) -> list[Plan]:
     )
     for evaluation in evaluations:
         judge = judge_for(evaluation, connections)
+        shown = run_rendered(
+            evaluation.run,
+            model=judge.model,
+            view=evaluation.judge_view,
+            budget=evaluation.run_token_budget,
+        )
         if evaluation.kind == Kind.RUBRIC:
             criteria, criteria_ids = _criteria(evaluation)
-            plans.append(Plan(judge, criteria, criteria_ids))
+            plans.append(Plan(judge, shown, criteria, criteria_ids))
         else:
-            plans.append(Plan(judge))
+            plans.append(Plan(judge, shown))
     reuse = _reusable(list(zip(evaluations, plans, strict=True)))
     return [
         replace(plan, reuse=reuse[evaluation.id]) if evaluation.id in reuse else plan
@@ -186,15 +195,10 @@ def _reusable(items: list[tuple[Evaluation, Plan]]) -> dict[Any, dict[str, Prior
     for evaluation, plan in items:
         if evaluation.kind != Kind.RUBRIC or evaluation.force or not plan.criteria:
             continue
-        run = evaluation.run
+        assert plan.shown is not None  # rendered for every claimed evaluation
         keys_of[evaluation.id] = (
             evaluation.team_id,
-            [
-                verdict_key(
-                    plan.judge, c.description, run.task_text, run.system_text, run.output_text
-                )
-                for c in plan.criteria
-            ],
+            [key_for(plan.judge, c.description, plan.shown) for c in plan.criteria],
         )
     if not keys_of:
         return {}
@@ -205,7 +209,9 @@ def _reusable(items: list[tuple[Evaluation, Plan]]) -> dict[Any, dict[str, Prior
             evaluation__status=Status.SUCCEEDED,
         )
         .order_by("run_created_at")
-        .values("id", "team_id", "verdict_key", "satisfied", "reasoning", "reused_from_id")
+        .values(
+            "id", "team_id", "verdict_key", "satisfied", "reasoning", "reused_from_id", "evidence"
+        )
     )
     found: dict[tuple[Any, str], PriorVerdict] = {}
     for row in rows:
@@ -213,7 +219,10 @@ def _reusable(items: list[tuple[Evaluation, Plan]]) -> dict[Any, dict[str, Prior
         found.setdefault(
             (row["team_id"], row["verdict_key"]),
             PriorVerdict(
-                satisfied=row["satisfied"], reasoning=row["reasoning"], source_id=str(source)
+                satisfied=row["satisfied"],
+                reasoning=row["reasoning"],
+                source_id=str(source),
+                evidence=row["evidence"] or [],
             ),
         )
     return {
@@ -230,9 +239,14 @@ def rubric_scoring(
     scale: float,
     strategy: str,
     reuse: dict[str, PriorVerdict],
+    view: str = "final",
+    token_budget: int | None = None,
+    shown: RunView | None = None,
 ) -> Coroutine[Any, Any, Any]:
-    """The rubric scorer's coroutine for one stored run: a worker's evaluation, or the
-    editor's "try it" (which reuses nothing)."""
+    """The rubric scorer's coroutine for one stored run in a judge view: a worker's
+    evaluation (``shown``: the run already rendered), or the editor's "try it" (which reuses
+    nothing)."""
+    shown = shown or run_rendered(run, model=judge.model, view=view, budget=token_budget)
     scorer = RubricScorer(
         judge=judge,
         criteria=criteria,
@@ -240,17 +254,15 @@ def rubric_scoring(
         strategy="independent" if strategy == "independent" else "batched",
     )
     return scorer.ascore(
-        task=run.task_text,
-        output=run.output_text,
-        system=run.system_text or None,
         request_context=run.request_context,
         metadata=run.metadata,
         input=run.input,
         reuse=reuse,
+        rendered=shown,
     )
 
 
-async def _score_alignment(evaluation: Evaluation, judge: JudgeConfig):
+async def _score_alignment(evaluation: Evaluation, judge: JudgeConfig, shown: RunView | None):
     run = evaluation.run
     weights = (
         AlignmentWeights.model_validate(evaluation.alignment_weights)
@@ -263,9 +275,10 @@ async def _score_alignment(evaluation: Evaluation, judge: JudgeConfig):
         scale=evaluation.scale,
         weights=weights,
     )
-    return await scorer.ascore(
-        task=run.task_text, output=run.output_text, system=run.system_text or None
+    shown = shown or run_rendered(
+        run, model=judge.model, view=evaluation.judge_view, budget=evaluation.run_token_budget
     )
+    return await scorer.ascore(rendered=shown)
 
 
 def evaluation_execute(*, evaluation_id: str) -> Outcome:
@@ -336,8 +349,9 @@ async def _score(claim: Claim) -> Any:
             scale=evaluation.scale,
             strategy=evaluation.strategy,
             reuse=plan.reuse,
+            shown=plan.shown,
         )
-    return await _score_alignment(evaluation, plan.judge)
+    return await _score_alignment(evaluation, plan.judge, plan.shown)
 
 
 def _failed(claim: Claim, exc: BaseException) -> Outcome:

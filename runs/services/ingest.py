@@ -14,16 +14,11 @@ from evalsite.errors import Conflict, FieldErrors, TooLarge
 from rubrics.models import AlignmentMode, Rubric
 from rubrics.selectors import rubric_get
 from rubrics.services import CriterionInput, RubricValidationError, criteria_validate
-from runs.scoring.text import (
-    CriteriaSourceError,
-    output_text,
-    resolve_criteria,
-    system_text,
-    task_text,
-)
+from runs.scoring.text import CriteriaSourceError, resolve_criteria
+from runs.scoring.trajectory import final_texts, flagged, normalise
 from teams.models import Team
 
-from ..models import AgentRun, Evaluation, Kind, Status
+from ..models import AgentRun, Evaluation, Kind, RunTool, Status
 from ..payloads import RunPayload
 from .evaluations import evaluation_build, evaluations_enqueue
 
@@ -137,6 +132,8 @@ def _build_run(
     """The unsaved run and its unsaved queued evaluations."""
     messages = _messages(payload)
     output = _output(payload)
+    steps = normalise(messages, output)
+    task, system, final = final_texts(steps)
     run = AgentRun(
         id=uuid.uuid4(),
         team=team,
@@ -146,9 +143,12 @@ def _build_run(
         output=output,
         request_context=payload.request_context,
         metadata=payload.metadata,
-        task_text=task_text(messages),
-        system_text=system_text(messages),
-        output_text=output_text(output),
+        task_text=task,
+        system_text=system,
+        output_text=final,
+        steps=steps,
+        flagged_steps=flagged(steps),
+        expected_output=payload.expected_output,
         content_hash=digest,
         rubric=rubric,
         alignment_mode=payload.alignment
@@ -161,10 +161,24 @@ def _build_run(
 
 def _store(built: list[tuple[AgentRun, list[Evaluation]]]) -> None:
     """Insert runs and evaluations with a fixed number of queries; enqueue after commit."""
-    AgentRun.objects.bulk_create([run for run, _ in built])
+    runs = AgentRun.objects.bulk_create([run for run, _ in built])
+    RunTool.objects.bulk_create(tool for run in runs for tool in _tools(run))
     evaluations = [e for _, es in built for e in es]
     Evaluation.objects.bulk_create(evaluations)
     evaluations_enqueue(e.id for e in evaluations)
+
+
+def _tools(run: AgentRun) -> list[RunTool]:
+    """One row per distinct tool the run called, with how many times."""
+    calls: dict[str, int] = {}
+    for step in run.steps:
+        if step["kind"] == "tool_call" and step.get("tool"):
+            name = str(step["tool"])[:200]
+            calls[name] = calls.get(name, 0) + 1
+    return [
+        RunTool(run=run, team_id=run.team_id, tool=name, calls=n, run_created_at=run.created_at)
+        for name, n in calls.items()
+    ]
 
 
 def _create_run(

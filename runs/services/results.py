@@ -207,6 +207,11 @@ def _current_after(jobs: list[Finished]) -> _Current:
 
 
 def _result_fields(evaluation: Evaluation, result: Any) -> dict[str, Any]:
+    shown = {"rendering": {"view": result.view, **result.rendering} if result.rendering else {}}
+    return shown | _scores(evaluation, result)
+
+
+def _scores(evaluation: Evaluation, result: Any) -> dict[str, Any]:
     if evaluation.kind == Kind.RUBRIC:
         reused = sum(1 for v in result.verdicts if v.reused)
         return {
@@ -247,6 +252,8 @@ def _verdict_rows(job: Finished, run: AgentRun, current: bool) -> list[Criterion
             satisfied=v.satisfied,
             reasoning=v.reasoning,
             verdict_key=v.key,
+            evidence=list(v.evidence),
+            evidence_note=(v.evidence_note or "")[:300],
             reused_from_id=v.reused_from,
         )
         for i, v in enumerate(job.result.verdicts)
