@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from django.http import Http404, HttpRequest
 from ninja import Field, Path, Query, Router, Schema, Status
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Strict
 
 from evalsite.schemas import with_errors
 from teams.api import Caller, caller, editor
 
-from .models import Rubric, RubricVersion
+from .models import DEFAULT_RUN_TOKEN_BUDGET, Rubric, RubricVersion
 from .selectors import rubric_get, rubric_version_get, rubric_versions_page, rubrics_list
 from .services import (
+    MAX_RUN_TOKEN_BUDGET,
+    MIN_RUN_TOKEN_BUDGET,
     CriterionInput,
     JudgeParams,
     rubric_archive,
@@ -30,6 +32,32 @@ SLUG_PATTERN = r"^[-a-zA-Z0-9_]+$"
 RubricRef = Path(..., max_length=100, pattern=SLUG_PATTERN, description="Rubric id or slug")
 StrategyChoice = Literal["batched", "independent"]
 AlignmentChoice = Literal["off", "user", "system", "both"]
+JudgeViewChoice = Literal["final", "conversation", "trajectory"]
+# A whole number of tokens: "24000" (a string) and 24000.5 are refused, not coerced.
+TokenBudget = Annotated[int, Strict()]
+VIEW_HELP = (
+    "What the judge sees of a run: final (task, system prompt and last answer), conversation "
+    "(every user and assistant turn) or trajectory (every turn plus every tool call and its "
+    "result). Saved with a version: a change is a new version."
+)
+BUDGET_HELP = (
+    f"At most this many tokens of the rendered run ({MIN_RUN_TOKEN_BUDGET:,} to "
+    f"{MAX_RUN_TOKEN_BUDGET:,}); over it, middle steps are elided with a marker. Saved with a "
+    "version: a change is a new version."
+)
+
+
+def ViewField(default: Any, prefix: str = "") -> Any:
+    return Field(default=default, description=prefix + VIEW_HELP)
+
+
+def BudgetField(default: Any, prefix: str = "") -> Any:
+    return Field(
+        default=default,
+        ge=MIN_RUN_TOKEN_BUDGET,
+        le=MAX_RUN_TOKEN_BUDGET,
+        description=prefix + BUDGET_HELP,
+    )
 
 
 # --- Schemas ----------------------------------------------------------------------------------
@@ -45,6 +73,8 @@ class CriterionOut(Schema):
 class VersionOut(Schema):
     id: UUID
     number: int
+    judge_view: JudgeViewChoice
+    run_token_budget: int
     note: str
     created_at: datetime
     criteria: list[CriterionOut]
@@ -124,6 +154,8 @@ class RubricIn(Schema):
     strategy: StrategyChoice = "batched"
     alignment_mode: AlignmentChoice = "off"
     alignment_weights: dict[str, Any] | None = None
+    judge_view: JudgeViewChoice = ViewField("final")
+    run_token_budget: TokenBudget = BudgetField(DEFAULT_RUN_TOKEN_BUDGET)
 
 
 UNSET: Any = None
@@ -144,12 +176,16 @@ class RubricPatch(Schema):
     strategy: StrategyChoice = Field(default=UNSET)
     alignment_mode: AlignmentChoice = Field(default=UNSET)
     alignment_weights: dict[str, Any] | None = Field(default=None, description="null = defaults")
+    judge_view: JudgeViewChoice = ViewField(UNSET, "Omitted = unchanged. ")
+    run_token_budget: TokenBudget = BudgetField(UNSET, "Omitted = unchanged. ")
 
 
 class CriteriaIn(Schema):
     model_config = ConfigDict(extra="forbid")
     criteria: CriteriaValue = Field(description="A list of {description, required} or text")
     note: str = Field(default="", max_length=300, description="Why this version (shown in history)")
+    judge_view: JudgeViewChoice = ViewField(UNSET, "Omitted = the current version's. ")
+    run_token_budget: TokenBudget = BudgetField(UNSET, "Omitted = the current version's. ")
 
 
 def _criteria(value: CriteriaValue | None) -> Any:
@@ -173,6 +209,8 @@ def _version(version: RubricVersion | None) -> dict[str, Any] | None:
     return {
         "id": version.id,
         "number": version.number,
+        "judge_view": version.judge_view,
+        "run_token_budget": version.run_token_budget,
         "note": version.note,
         "created_at": version.created_at,
         "criteria": criteria,
@@ -262,12 +300,13 @@ def get_rubric(request: HttpRequest, rubric: str = RubricRef):
 
 @router.patch("/{rubric}", response=with_errors({200: RubricOut}, 400, 404, 413))
 def update_rubric(request: HttpRequest, payload: RubricPatch, rubric: str = RubricRef):
-    """Change settings; only the fields sent change."""
-    found, _ = _editable(request, rubric)
+    """Change settings; only the fields sent change. A new `judge_view` or `run_token_budget`
+    is a new version with the current criteria (the answer shows it as `current_version`)."""
+    found, who = _editable(request, rubric)
     fields = payload.model_dump(exclude_unset=True)
     if "judge_params" in fields:
         fields["judge_params"] = payload.judge_params.model_dump(exclude_none=True)
-    updated = rubric_update(rubric=found, **fields)
+    updated = rubric_update(rubric=found, user=who.user, **fields)
     return _reloaded(request, updated)
 
 
@@ -282,14 +321,17 @@ def archive_rubric(request: HttpRequest, rubric: str = RubricRef):
     "/{rubric}/criteria", response=with_errors({200: VersionOut, 201: VersionOut}, 400, 404, 413)
 )
 def set_criteria(request: HttpRequest, payload: CriteriaIn, rubric: str = RubricRef):
-    """Replace the criteria: 201 with the new version. Criteria identical to the current
-    version's (same text, required flags and order) create nothing: 200 with the current one."""
+    """Replace the criteria (and, when sent, the judge view and token budget): 201 with the
+    new version. The same criteria (text, required flags and order), view and budget as the
+    current version's create nothing: 200 with the current one."""
     found, who = _editable(request, rubric)
     version, created = rubric_set_criteria(
         rubric=found,
         criteria=_criteria(payload.criteria),
         user=who.user,
         note=payload.note,
+        judge_view=payload.judge_view,
+        run_token_budget=payload.run_token_budget,
     )
     stored = rubric_version_get(rubric=version.rubric, number=version.number)
     return Status(201 if created else 200, _version(stored))

@@ -8,8 +8,15 @@ from typing import Any
 from django import forms
 from django.conf import settings
 
-from .models import AlignmentMode, Criterion, Rubric, Strategy
-from .services import CriterionInput, RubricValidationError
+from .models import AlignmentMode, Criterion, JudgeView, Rubric, RubricVersion, Strategy
+from .services import (
+    MAX_RUN_TOKEN_BUDGET,
+    MIN_RUN_TOKEN_BUDGET,
+    VERSION_FIELDS,
+    CriterionInput,
+    RubricValidationError,
+)
+from .versioning import view_of
 
 DIMENSIONS = ("intent", "requirements", "completeness", "appropriateness")
 PERSPECTIVES = ("user", "system")
@@ -47,6 +54,53 @@ class DraftMetaForm(forms.Form):
 
     import_text = forms.CharField(required=False, max_length=100_000, widget=forms.Textarea)
     note = forms.CharField(required=False, max_length=300)
+
+
+# One line per judge view: what of a run the judge reads under it.
+VIEW_HELP = {
+    JudgeView.FINAL: "The task, the system prompt and the last answer.",
+    JudgeView.CONVERSATION: "Every user and assistant turn, in order.",
+    JudgeView.TRAJECTORY: "Every turn plus every tool call and its result.",
+}
+
+
+class DraftViewForm(forms.Form):
+    """What the judge sees of a run under the draft: saved with it as a new version."""
+
+    judge_view = forms.ChoiceField(choices=JudgeView.choices, label="Judge view")
+    run_token_budget = forms.IntegerField(
+        label="Token budget",
+        help_text="The most tokens of a run the judge reads; over it, middle steps are "
+        "replaced by a marker saying what was cut.",
+        widget=forms.NumberInput(
+            attrs={"min": MIN_RUN_TOKEN_BUDGET, "max": MAX_RUN_TOKEN_BUDGET, "step": 1000}
+        ),
+    )
+
+    @classmethod
+    def posted(cls, data: Any, version: RubricVersion | None) -> DraftViewForm:
+        """The draft's view as posted; a field the post lacks keeps ``version``'s value."""
+        values = {k: str(v) for k, v in view_of(version).items()}
+        values.update({k: data[k] for k in VERSION_FIELDS if k in data})
+        return cls(values)
+
+    def choices_with_help(self) -> list[tuple[str, str, str]]:
+        return [
+            (value, JudgeView(value).name.capitalize(), VIEW_HELP[value]) for value in JudgeView
+        ]
+
+    def differs(self, version: RubricVersion | None) -> bool:
+        if not self.is_valid():
+            return True
+        return {k: self.cleaned_data[k] for k in VERSION_FIELDS} != view_of(version)
+
+    def take_service_errors(self, error: RubricValidationError) -> RubricValidationError | None:
+        """Put this form's fields' errors on it; the rest (criteria) as an error, or None."""
+        for name in VERSION_FIELDS:
+            if name in error.errors:
+                self.add_error(name, error.errors[name])
+        rest = {k: v for k, v in error.errors.items() if k not in VERSION_FIELDS}
+        return RubricValidationError(rest) if rest else None
 
 
 def draft_rows_from_version(criteria: list[Criterion]) -> list[dict[str, Any]]:

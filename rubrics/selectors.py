@@ -105,7 +105,7 @@ def rubric_version_get(*, rubric: Rubric, number: int) -> RubricVersion | None:
     )
 
 
-# --- Editor reads (rubrics/views.py) ----------------------------------------------------------
+# --- Editor reads (rubrics/views/) ------------------------------------------------------------
 
 
 def version_criteria(*, version_id: Any) -> list[Criterion]:
@@ -127,6 +127,30 @@ class DiffEntry:
     new: Criterion | None = None
     required_changed: bool = False
     words: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ViewChange:
+    """A change of what the judge sees between two versions: ``field`` is judge_view or
+    run_token_budget; ``old`` and ``new`` are shown as they are."""
+
+    field: str
+    label: str
+    old: Any
+    new: Any
+
+
+def version_view_diff(*, old: RubricVersion | None, new: RubricVersion | None) -> list[ViewChange]:
+    """The judge view and token budget changes from ``old`` to ``new`` (read from rows the
+    caller already has: no query). Missing versions give []."""
+    if old is None or new is None:
+        return []
+    fields = (("judge_view", "Judge view"), ("run_token_budget", "Token budget"))
+    return [
+        ViewChange(name, label, getattr(old, name), getattr(new, name))
+        for name, label in fields
+        if getattr(old, name) != getattr(new, name)
+    ]
 
 
 def rubric_version_diff(*, rubric: Rubric, old_number: int, new_number: int) -> list[DiffEntry]:

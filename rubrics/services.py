@@ -1,13 +1,13 @@
-"""Writes for rubrics. Criteria changes always create a new immutable version."""
+"""Writes for rubrics. Criteria changes, and changes of what the judge sees of a run (the judge
+view and the run's token budget), always create a new immutable version."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
 from pydantic import ValidationError
@@ -19,20 +19,28 @@ from runs.scoring.text import coerce_criteria, count_criteria
 from teams.models import Team
 
 from .judging import JudgeParams, judge_choice_errors
-from .models import AlignmentMode, Criterion, Rubric, RubricVersion, Strategy
+from .models import (
+    DEFAULT_RUN_TOKEN_BUDGET,
+    AlignmentMode,
+    JudgeView,
+    Rubric,
+    RubricVersion,
+    Strategy,
+)
+from .versioning import CriterionInput, version_create, version_if_changed
 
-__all__ = ["JudgeParams"]  # re-exported: the API's input schema
+__all__ = ["CriterionInput", "JudgeParams"]  # re-exported: the API's and pages' input types
 
 
 class RubricValidationError(FieldErrors):
     """Invalid rubric input; ``errors`` maps each field name to a message a person can act on."""
 
 
-@dataclass(frozen=True)
-class CriterionInput:
-    description: str
-    required: bool = True
-    key: str | None = None
+# The bounds of a version's run_token_budget (the API schema shows the same ones).
+MIN_RUN_TOKEN_BUDGET = 1_000
+MAX_RUN_TOKEN_BUDGET = 1_000_000
+VERSION_FIELDS = ("judge_view", "run_token_budget")
+NO_VERSION = "a rubric without criteria has no version to carry it: send it with the criteria"
 
 
 def criteria_count_check(count: int) -> None:
@@ -121,9 +129,45 @@ def _clean_settings(
             ).model_dump()
         except ValidationError as exc:
             errors["alignment_weights"] = _pydantic_message(exc)
+    errors.update(_view_errors(fields))
     if errors:
         raise RubricValidationError(errors)
     return out
+
+
+def _view_errors(fields: dict[str, Any]) -> dict[str, str]:
+    """The judge view and token budget, when given (None means "keep the current one")."""
+    errors = {}
+    view, budget = fields.get("judge_view"), fields.get("run_token_budget")
+    if view is not None and view not in JudgeView.values:
+        errors["judge_view"] = f"must be one of {', '.join(JudgeView.values)}"
+    if budget is not None and type(budget) is not int:  # bool is an int: refused too
+        errors["run_token_budget"] = "must be a whole number of tokens"
+    elif budget is not None and not MIN_RUN_TOKEN_BUDGET <= budget <= MAX_RUN_TOKEN_BUDGET:
+        errors["run_token_budget"] = (
+            f"must be between {MIN_RUN_TOKEN_BUDGET:,} and {MAX_RUN_TOKEN_BUDGET:,} tokens "
+            f"(got {budget:,})"
+        )
+    return errors
+
+
+def judge_view_validate(*, judge_view: str, run_token_budget: int) -> None:
+    """A judge view and token budget a version could hold (for drafts that are not saved,
+    like the editor's "try it"); RubricValidationError names the field."""
+    errors = _view_errors({"judge_view": judge_view, "run_token_budget": run_token_budget})
+    if errors:
+        raise RubricValidationError(errors)
+
+
+def _unversioned_view_errors(fields: dict[str, Any]) -> dict[str, str]:
+    """A rubric without criteria has no version to carry a judge view or token budget, so it
+    can only have the defaults its first version gets: other values must come with criteria."""
+    defaults = {"judge_view": JudgeView.FINAL, "run_token_budget": DEFAULT_RUN_TOKEN_BUDGET}
+    return {
+        name: NO_VERSION
+        for name, default in defaults.items()
+        if fields.get(name) not in (None, default)
+    }
 
 
 def _nested_errors(field: str, exc: ValidationError) -> dict[str, str]:
@@ -165,10 +209,15 @@ def rubric_create(
     strategy: str = Strategy.BATCHED,
     alignment_mode: str = AlignmentMode.OFF,
     alignment_weights: dict | None = None,
+    judge_view: str = JudgeView.FINAL,
+    run_token_budget: int = DEFAULT_RUN_TOKEN_BUDGET,
     user=None,
 ) -> Rubric:
-    """Create a rubric and, when criteria are given, its version 1. ``judge_connection``: a
-    connection of the team (instance, id or name), or None for the deployment's judge."""
+    """Create a rubric and, when criteria are given, its version 1 with ``judge_view`` and
+    ``run_token_budget``. Without criteria those must be the defaults (there is no version to
+    hold them yet: the first criteria write sets them). ``judge_connection``: a connection of
+    the team (instance, id or name), or None for the deployment's judge."""
+    view: dict[str, Any] = {"judge_view": judge_view, "run_token_budget": run_token_budget}
     cleaned = _clean_settings(
         {
             "name": name,
@@ -179,6 +228,7 @@ def rubric_create(
             "judge_connection": judge_connection,
             "judge_params": judge_params or {},
             "alignment_weights": alignment_weights,
+            **view,
         },
         team=team,
     )
@@ -186,6 +236,8 @@ def rubric_create(
         raise RubricValidationError({"slug": f"a rubric with slug {slug!r} already exists"})
     parsed = criteria_from_any(criteria)
     criteria_validate(parsed)
+    if not parsed and _unversioned_view_errors(view):
+        raise RubricValidationError(_unversioned_view_errors(view))
     with transaction.atomic():
         rubric = Rubric.objects.create(
             team=team,
@@ -201,7 +253,7 @@ def rubric_create(
             alignment_weights=cleaned["alignment_weights"],
         )
         if parsed:
-            _version_create(rubric=rubric, criteria=parsed, user=user, note="Created")
+            version_create(rubric=rubric, criteria=parsed, user=user, note="Created", **view)
     return rubric
 
 
@@ -219,107 +271,66 @@ SETTINGS_FIELDS = (
 
 
 def rubric_update(*, rubric: Rubric, user=None, **fields: Any) -> Rubric:
-    """Change a rubric's settings (not its criteria: see rubric_set_criteria)."""
-    unknown = set(fields) - set(SETTINGS_FIELDS)
+    """Change a rubric's settings. ``judge_view`` and ``run_token_budget`` belong to versions:
+    changing either makes a new version with the current criteria (rubric_set_judge_view);
+    criteria themselves change through rubric_set_criteria."""
+    unknown = set(fields) - set(SETTINGS_FIELDS) - set(VERSION_FIELDS)
     if unknown:
         raise RubricValidationError({f: "unknown field" for f in sorted(unknown)})
     cleaned = _clean_settings(fields, team=rubric.team, rubric=rubric)
-    for name, value in cleaned.items():
-        setattr(rubric, name, value.strip() if name in ("name", "judge_model") else value)
-    rubric.save()
+    view = {name: cleaned.pop(name) for name in VERSION_FIELDS if name in cleaned}
+    if not rubric.current_version_id and _unversioned_view_errors(view):
+        raise RubricValidationError(_unversioned_view_errors(view))
+    with transaction.atomic():
+        for name, value in cleaned.items():
+            setattr(rubric, name, value.strip() if name in ("name", "judge_model") else value)
+        rubric.save()
+        if rubric.current_version_id and view:
+            rubric_set_judge_view(rubric=rubric, user=user, **view)
     return rubric
 
 
-def _key_number(key: str) -> int:
-    """n for a key "c<n>", else 0: fresh keys continue after the highest such number."""
-    return int(key[1:]) if key.startswith("c") and key[1:].isdigit() else 0
-
-
-def _assign_keys(rubric: Rubric, criteria: Sequence[CriterionInput]) -> list[CriterionInput]:
-    """Give every criterion a key: an explicit one, else the key of an identical description
-    in the current version, else a fresh key never used by this rubric."""
-    previous = {}
-    if rubric.current_version_id:
-        previous = {
-            c.description.strip(): c.key
-            for c in Criterion.objects.filter(version_id=rubric.current_version_id)
-        }
-    used = set(Criterion.objects.filter(version__rubric=rubric).values_list("key", flat=True))
-    taken = {c.key for c in criteria if c.key}
-    # The running maximum over every key used by any version or given here: linear time, and
-    # a fresh key is still never one this rubric used before.
-    top = max((_key_number(k) for k in used | taken), default=0)
-    out = []
-    for c in criteria:
-        key = c.key or previous.get(c.description.strip())
-        if not key or (key in taken and key != c.key):
-            top += 1
-            key = f"c{top}"
-        taken.add(key)
-        out.append(CriterionInput(description=c.description.strip(), required=c.required, key=key))
-    return out
-
-
-def _version_create(
-    *, rubric: Rubric, criteria: Sequence[CriterionInput], user=None, note: str = ""
-) -> RubricVersion:
-    keyed = _assign_keys(rubric, criteria)
-    last = rubric.versions.order_by("-number").values_list("number", flat=True).first() or 0
-    version = RubricVersion.objects.create(
-        rubric=rubric, number=last + 1, created_by=user, note=note[:300]
-    )
-    Criterion.objects.bulk_create(
-        Criterion(
-            version=version,
-            key=c.key or "",
-            position=i,
-            description=c.description,
-            required=c.required,
-        )
-        for i, c in enumerate(keyed)
-    )
-    rubric.current_version = version
-    rubric.save(update_fields=["current_version", "updated_at"])
-    return version
-
-
-def _same_criteria(version: RubricVersion | None, criteria: Sequence[CriterionInput]) -> bool:
-    if version is None:
-        return not criteria
-    current: list[tuple[str | None, str, bool]] = [
-        (c.key, c.description, c.required) for c in version.criteria.order_by("position")
-    ]
-    wanted: list[tuple[str | None, str, bool]] = [
-        (c.key, c.description.strip(), c.required) for c in criteria
-    ]
-    if any(k is None for k, _, _ in wanted):
-        current = [(None, d, r) for _, d, r in current]
-        wanted = [(None, d, r) for _, d, r in wanted]
-    return current == wanted
-
-
 def rubric_set_criteria(
-    *, rubric: Rubric, criteria: Any, user=None, note: str = ""
+    *,
+    rubric: Rubric,
+    criteria: Any,
+    user=None,
+    note: str = "",
+    judge_view: str | None = None,
+    run_token_budget: int | None = None,
 ) -> tuple[RubricVersion, bool]:
-    """Replace the criteria. Returns (version, created): an unchanged list creates nothing."""
+    """Replace the criteria. The judge view and token budget are the current version's unless
+    given. Returns (version, created): unchanged criteria, view and budget create nothing."""
     parsed = criteria_from_any(criteria)
     if not parsed:
         raise RubricValidationError({"criteria": "a rubric version needs at least one criterion"})
     criteria_validate(parsed)
-    for attempt in range(3):
-        try:
-            with transaction.atomic():
-                locked = Rubric.objects.select_for_update().get(pk=rubric.pk)
-                if _same_criteria(locked.current_version, parsed):
-                    return locked.current_version, False  # type: ignore[return-value]
-                version = _version_create(rubric=locked, criteria=parsed, user=user, note=note)
-                rubric.current_version = version
-                return version, True
-        except IntegrityError:
-            # Two editors saved at once on SQLite (no row locks): take the next number.
-            if attempt == 2:
-                raise
-    raise AssertionError("unreachable")
+    view: dict[str, Any] = {"judge_view": judge_view, "run_token_budget": run_token_budget}
+    if _view_errors(view):
+        raise RubricValidationError(_view_errors(view))
+    return version_if_changed(rubric=rubric, criteria=parsed, user=user, note=note, **view)
+
+
+def rubric_set_judge_view(
+    *,
+    rubric: Rubric,
+    judge_view: str | None = None,
+    run_token_budget: int | None = None,
+    user=None,
+    note: str = "",
+) -> tuple[RubricVersion, bool]:
+    """Change what the judge sees of a run: a new version with the current criteria (keys
+    kept) and a note naming the change, e.g. "Judge view: final → trajectory". None keeps a
+    value; the same values create nothing. Returns (version, created)."""
+    view: dict[str, Any] = {"judge_view": judge_view, "run_token_budget": run_token_budget}
+    errors = _view_errors(view)
+    if not rubric.current_version_id:
+        errors |= {k: NO_VERSION for k, v in view.items() if v is not None} or {
+            "judge_view": NO_VERSION
+        }
+    if errors:
+        raise RubricValidationError(errors)
+    return version_if_changed(rubric=rubric, criteria=None, user=user, note=note, **view)
 
 
 def rubric_archive(*, rubric: Rubric) -> Rubric:

@@ -1,14 +1,14 @@
 from django.urls import path
 
-from . import views
+from .views import editor, failures
 
 urlpatterns = [
-    path("rubrics/", views.rubric_list, name="rubric_list"),
-    path("rubrics/new/", views.rubric_new, name="rubric_new"),
-    path("rubrics/<uuid:rubric_id>/", views.rubric_detail, name="rubric_detail"),
-    path("rubrics/<uuid:rubric_id>/criteria/", views.rubric_criteria, name="rubric_criteria"),
-    path("rubrics/<uuid:rubric_id>/settings/", views.rubric_settings, name="rubric_settings"),
-    path("rubrics/<uuid:rubric_id>/try/", views.rubric_try_view, name="rubric_try"),
-    path("failures/", views.failures, name="failures"),
-    path("failures/<uuid:rubric_id>/<str:key>/", views.failures_walk, name="failures_walk"),
+    path("rubrics/", editor.rubric_list, name="rubric_list"),
+    path("rubrics/new/", editor.rubric_new, name="rubric_new"),
+    path("rubrics/<uuid:rubric_id>/", editor.rubric_detail, name="rubric_detail"),
+    path("rubrics/<uuid:rubric_id>/criteria/", editor.rubric_criteria, name="rubric_criteria"),
+    path("rubrics/<uuid:rubric_id>/settings/", editor.rubric_settings, name="rubric_settings"),
+    path("rubrics/<uuid:rubric_id>/try/", editor.rubric_try_view, name="rubric_try"),
+    path("failures/", failures.failures, name="failures"),
+    path("failures/<uuid:rubric_id>/<str:key>/", failures.failures_walk, name="failures_walk"),
 ]

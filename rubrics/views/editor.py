@@ -1,14 +1,13 @@
-"""Rubric pages: list, create, the editor (draft criteria, settings, history, diff, try it)
-and the failed-criteria review. One template per page; htmx requests get a named partial."""
+"""Rubric pages: list, create and the editor (draft criteria and judge view, settings, history,
+diff, try it). One template per page; htmx requests get a named partial."""
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from django import forms
 from django.contrib import messages
-from django.http import Http404, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -21,10 +20,11 @@ from runs.services.try_it import rubric_try
 from teams.access import TeamRequest, editor_required, team_object_or_404, team_required
 from teams.selectors import judge_connections_list
 
-from . import selectors
-from .forms import (
+from .. import selectors
+from ..forms import (
     CriteriaFormSet,
     DraftMetaForm,
+    DraftViewForm,
     RubricCreateForm,
     RubricSettingsForm,
     criteria_errors_onto_formset,
@@ -35,8 +35,8 @@ from .forms import (
     draft_rows_from_formset,
     draft_rows_from_version,
 )
-from .models import Criterion, Rubric, RubricVersion
-from .services import (
+from ..models import Rubric
+from ..services import (
     RubricValidationError,
     criteria_count_check,
     rubric_create,
@@ -117,7 +117,7 @@ def _create(request: TeamRequest, form: RubricCreateForm) -> Rubric | None:
 # --- The editor ----------------------------------------------------------------------------------
 
 
-def _rubric_or_404(request: TeamRequest, rubric_id: Any) -> Rubric:
+def rubric_or_404(request: TeamRequest, rubric_id: Any) -> Rubric:
     return team_object_or_404(
         request, Rubric.objects.select_related("current_version", "judge_connection"), id=rubric_id
     )
@@ -128,10 +128,12 @@ def _diff_numbers(request: TeamRequest, versions: list[rubric_stats.VersionRow])
     numbers = [v.version.number for v in versions]
     default_new = numbers[0] if numbers else 0
     default_old = numbers[1] if len(numbers) > 1 else default_new
-    return _int(request.GET.get("a"), default_old), _int(request.GET.get("b"), default_new)
+    return int_param(request.GET.get("a"), default_old), int_param(
+        request.GET.get("b"), default_new
+    )
 
 
-def _int(value: Any, default: int) -> int:
+def int_param(value: Any, default: int) -> int:
     """A version number from the query; ``default`` for anything else (text, absurd sizes)."""
     try:
         number = int(value)
@@ -157,6 +159,10 @@ def _editor_context(request: TeamRequest, rubric: Rubric, **overrides: Any) -> d
         "try_runs": rubric_stats.rubric_try_runs(rubric=rubric),
         "formset": draft_formset(draft_rows_from_version(current)),
         "meta": DraftMetaForm(),
+        "view_form": DraftViewForm.posted({}, rubric.current_version),
+        "view_diff": selectors.version_view_diff(
+            old=_version_numbered(versions, old), new=_version_numbered(versions, new)
+        ),
         "settings_form": RubricSettingsForm.for_rubric(
             rubric, connections=judge_connections_list(team=request.team)
         ),
@@ -166,23 +172,32 @@ def _editor_context(request: TeamRequest, rubric: Rubric, **overrides: Any) -> d
     return context
 
 
+def _version_numbered(versions: list[rubric_stats.VersionRow], number: int) -> Any:
+    return next((row.version for row in versions if row.version.number == number), None)
+
+
 @team_required
 @require_GET
 def rubric_detail(request: TeamRequest, rubric_id: Any) -> HttpResponse:
-    rubric = _rubric_or_404(request, rubric_id)
+    rubric = rubric_or_404(request, rubric_id)
     template = "rubrics/rubric_detail.html"
     if request.htmx and "a" in request.GET:
         template += "#diff"
     return render(request, template, _editor_context(request, rubric))
 
 
-def _posted_draft(request: TeamRequest) -> tuple[Any, DraftMetaForm, list[dict[str, Any]]]:
+def _posted_draft(
+    request: TeamRequest, rubric: Rubric
+) -> tuple[Any, DraftMetaForm, DraftViewForm, list[dict[str, Any]]]:
+    """The draft as posted: criteria rows, note and paste box, and what the judge sees."""
     formset = CriteriaFormSet(request.POST, prefix="c")
     meta = DraftMetaForm(request.POST)
     meta.is_valid()
+    view_form = DraftViewForm.posted(request.POST, rubric.current_version)
+    view_form.is_valid()
     if not formset.is_valid():
-        return formset, meta, []
-    return formset, meta, draft_rows_from_formset(formset)
+        return formset, meta, view_form, []
+    return formset, meta, view_form, draft_rows_from_formset(formset)
 
 
 @editor_required
@@ -190,13 +205,13 @@ def _posted_draft(request: TeamRequest) -> tuple[Any, DraftMetaForm, list[dict[s
 def rubric_criteria(request: TeamRequest, rubric_id: Any) -> HttpResponse:
     """Every change to the draft: add/delete/move rows, preview and accept a paste, save.
     Only ``save`` writes (a new version); the rest re-render the draft held in the form."""
-    rubric = _rubric_or_404(request, rubric_id)
-    formset, meta, rows = _posted_draft(request)
+    rubric = rubric_or_404(request, rubric_id)
+    formset, meta, view_form, rows = _posted_draft(request, rubric)
     op = request.POST.get("op", "")
     if not formset.is_valid():
-        return _render_editor(request, rubric, formset=formset, meta=meta)
+        return _render_editor(request, rubric, formset=formset, meta=meta, view_form=view_form)
     if op == "save":
-        return _save(request, rubric, formset, meta, rows)
+        return _save(request, rubric, formset, meta, view_form, rows)
     pasted = op.startswith(("preview", "import"))
     parsed = _parsed_paste(meta, "import_text") if pasted else None
     if op.startswith("import") and parsed is not None:
@@ -209,7 +224,13 @@ def rubric_criteria(request: TeamRequest, rubric_id: Any) -> HttpResponse:
     elif not pasted:
         rows = draft_apply(rows, op)
     return _render_editor(
-        request, rubric, formset=draft_formset(rows), meta=meta, parsed=parsed, rows=rows
+        request,
+        rubric,
+        formset=draft_formset(rows),
+        meta=meta,
+        view_form=view_form,
+        parsed=parsed,
+        rows=rows,
     )
 
 
@@ -218,7 +239,9 @@ def _render_editor(
 ) -> HttpResponse:
     context = _editor_context(request, rubric, **parts)
     if rows is not None:
-        context["dirty"] = draft_differs(rows, context["current_criteria"])
+        context["dirty"] = draft_differs(rows, context["current_criteria"]) or context[
+            "view_form"
+        ].differs(rubric.current_version)
     template = "rubrics/rubric_detail.html"
     if request.htmx:
         template += "#criteria-editor"
@@ -226,25 +249,37 @@ def _render_editor(
 
 
 def _save(
-    request: TeamRequest, rubric: Rubric, formset: Any, meta: DraftMetaForm, rows: list
+    request: TeamRequest,
+    rubric: Rubric,
+    formset: Any,
+    meta: DraftMetaForm,
+    view_form: DraftViewForm,
+    rows: list,
 ) -> HttpResponse:
     criteria, indexes = draft_criteria(rows)
+    draft = {"formset": formset, "meta": meta, "view_form": view_form, "rows": rows}
+    if not view_form.is_valid():
+        return _render_editor(request, rubric, **draft)
     try:
         version, created = rubric_set_criteria(
             rubric=rubric,
             criteria=criteria,
             user=request.user,
             note=meta.cleaned_data.get("note", ""),
+            judge_view=view_form.cleaned_data["judge_view"],
+            run_token_budget=view_form.cleaned_data["run_token_budget"],
         )
     except RubricValidationError as exc:
-        leftover = criteria_errors_onto_formset(formset, exc, indexes)
-        return _render_editor(
-            request, rubric, formset=formset, meta=meta, draft_error=leftover, rows=rows
-        )
+        rest = view_form.take_service_errors(exc)
+        leftover = criteria_errors_onto_formset(formset, rest, indexes) if rest else ""
+        return _render_editor(request, rubric, draft_error=leftover, **draft)
     if created:
         messages.success(request, f"Saved as version {version.number}.")
     else:
-        messages.info(request, "No changes: the criteria are the same as the current version.")
+        messages.info(
+            request,
+            "No changes: the criteria and what the judge sees are the same as the current version.",
+        )
     url = reverse("rubric_detail", args=[rubric.id])
     if created and version.number > 1:
         url += f"?a={version.number - 1}&b={version.number}#history"
@@ -254,7 +289,7 @@ def _save(
 @editor_required
 @require_POST
 def rubric_settings(request: TeamRequest, rubric_id: Any) -> HttpResponse:
-    rubric = _rubric_or_404(request, rubric_id)
+    rubric = rubric_or_404(request, rubric_id)
     form = RubricSettingsForm(request.POST, connections=judge_connections_list(team=request.team))
     if form.is_valid():
         try:
@@ -273,9 +308,9 @@ def rubric_settings(request: TeamRequest, rubric_id: Any) -> HttpResponse:
 @editor_required
 @require_POST
 def rubric_try_view(request: TeamRequest, rubric_id: Any) -> HttpResponse:
-    """Score one stored run with the draft criteria, saving nothing."""
-    rubric = _rubric_or_404(request, rubric_id)
-    formset, meta, rows = _posted_draft(request)
+    """Score one stored run with the draft criteria and judge view, saving nothing."""
+    rubric = rubric_or_404(request, rubric_id)
+    formset, meta, view_form, rows = _posted_draft(request, rubric)
     criteria, _ = draft_criteria(rows)
     run = rubric_stats.rubric_try_run(rubric=rubric, run_id=request.POST.get("try_run"))
     if run is None:
@@ -283,111 +318,33 @@ def rubric_try_view(request: TeamRequest, rubric_id: Any) -> HttpResponse:
         error = "Pick a run to try the draft on."
     elif not criteria:
         outcome, error = None, "The draft has no criteria to try."
+    elif not view_form.is_valid():
+        outcome, error = None, "Fix what the judge sees (judge view and token budget) first."
     else:
-        outcome, error = _try(rubric, criteria, run)
+        outcome, error = _try(rubric, criteria, view_form.cleaned_data, run)
     context = {"try_outcome": outcome, "try_error": error, "try_run": run}
     template = "rubrics/rubric_detail.html"
     if request.htmx:
         return render(request, template + "#try-result", context | {"rubric": rubric})
     formset = draft_formset(rows) if formset.is_valid() else formset
     return render(
-        request, template, _editor_context(request, rubric, formset=formset, meta=meta, **context)
+        request,
+        template,
+        _editor_context(
+            request, rubric, formset=formset, meta=meta, view_form=view_form, **context
+        ),
     )
 
 
-def _try(rubric: Rubric, criteria: list[Any], run: Any) -> tuple[Any, str]:
+def _try(rubric: Rubric, criteria: list[Any], view: dict[str, Any], run: Any) -> tuple[Any, str]:
     try:
-        return rubric_try(rubric=rubric, criteria=criteria, run=run), ""
+        outcome = rubric_try(
+            rubric=rubric,
+            criteria=criteria,
+            run=run,
+            judge_view=view["judge_view"],
+            run_token_budget=view["run_token_budget"],
+        )
+        return outcome, ""
     except RubricValidationError as exc:
         return None, page_message(exc)
-
-
-# --- Failed-criteria review ----------------------------------------------------------------------
-
-
-def _version_for(request: TeamRequest, rubric: Rubric) -> RubricVersion | None:
-    number = _int(request.GET.get("version"), 0)
-    if number:
-        version = RubricVersion.objects.filter(rubric=rubric, number=number).first()
-        if version is None:
-            raise Http404("No such version")
-        return version
-    return rubric.current_version
-
-
-@team_required
-@require_GET
-def failures(request: TeamRequest) -> HttpResponse:
-    """Pick a rubric and version; each criterion's failure count and rate, most failed first."""
-    rubrics = list(
-        Rubric.objects.filter(team=request.team, archived_at__isnull=True)
-        .select_related("current_version")
-        .order_by("name")
-    )
-    chosen = request.GET.get("rubric")
-    filter_error = ""
-    if chosen and _uuid_or_none(chosen) is None:
-        # Like a malformed version number, a malformed rubric id is ignored: say so.
-        filter_error = "That link names no rubric: showing the first one instead."
-        chosen = None
-    rubric = next((r for r in rubrics if str(r.id) == chosen), None)
-    if chosen and rubric is None:
-        # Archived rubrics are reviewable; others' are a 404.
-        rubric = _rubric_or_404(request, chosen)
-    rubric = rubric or next((r for r in rubrics if r.current_version_id), None)
-    context: dict[str, Any] = {
-        "rubrics": rubrics,
-        "rubric": rubric,
-        "rows": [],
-        "version": None,
-        "filter_error": filter_error,
-    }
-    if rubric is not None:
-        version = _version_for(request, rubric)
-        context.update(
-            version=version,
-            versions=RubricVersion.objects.filter(rubric=rubric)
-            .order_by("-number")
-            .only("id", "number"),
-            rows=rubric_stats.rubric_failure_rates(rubric=rubric, version=version)
-            if version
-            else [],
-        )
-    template = "rubrics/failures.html"
-    if request.htmx and request.GET.get("partial") == "table":
-        template += "#failure-table"
-    return render(request, template, context)
-
-
-@team_required
-@require_GET
-def failures_walk(request: TeamRequest, rubric_id: Any, key: str) -> HttpResponse:
-    """Walk the runs failing one criterion, newest first; j/k or the links move."""
-    rubric = _rubric_or_404(request, rubric_id)
-    version = _version_for(request, rubric)
-    criterion = Criterion.objects.filter(version=version, key=key).first() if version else None
-    if criterion is None:
-        raise Http404("No such criterion in this version")
-    step = rubric_stats.failing_runs_walk(
-        rubric=rubric, criterion=criterion, run_id=_uuid(request.GET.get("run"))
-    )
-    if step is None and request.GET.get("run"):
-        raise Http404("That run does not fail this criterion")
-    context = {"rubric": rubric, "version": version, "criterion": criterion, "step": step}
-    template = "rubrics/failures_walk.html"
-    if request.htmx:
-        template += "#walk"
-    return render(request, template, context)
-
-
-def _uuid(value: str | None) -> str | None:
-    if value and _uuid_or_none(value) is None:
-        raise Http404("Bad run id")
-    return _uuid_or_none(value)
-
-
-def _uuid_or_none(value: str | None) -> str | None:
-    try:
-        return str(uuid.UUID(value)) if value else None
-    except ValueError:
-        return None

@@ -8,7 +8,7 @@ from typing import Any
 
 from rubrics.judging import judge_config_for, judge_for
 from rubrics.models import Rubric
-from rubrics.services import CriterionInput, criteria_validate
+from rubrics.services import CriterionInput, criteria_validate, judge_view_validate
 from runs.judge_runtime import run_judged
 from runs.scoring import Criterion as CriterionSpec
 from runs.scoring import JudgeError, ScoringInputError
@@ -41,11 +41,19 @@ class TryOutcome:
         return sum(c.latency_ms for c in calls) if calls else None
 
 
-def rubric_try(*, rubric: Rubric, criteria: Sequence[CriterionInput], run: AgentRun) -> TryOutcome:
-    """Score one stored run with draft criteria and the rubric's judge, saving nothing and
-    reusing no stored verdict (a try must show what the judge says now). Invalid criteria
-    raise rubrics.services.RubricValidationError."""
+def rubric_try(
+    *,
+    rubric: Rubric,
+    criteria: Sequence[CriterionInput],
+    run: AgentRun,
+    judge_view: str,
+    run_token_budget: int,
+) -> TryOutcome:
+    """Score one stored run with draft criteria, the draft's judge view and token budget and
+    the rubric's judge, saving nothing and reusing no stored verdict (a try must show what the
+    judge says now). Invalid input raises rubrics.services.RubricValidationError."""
     criteria_validate(criteria)
+    judge_view_validate(judge_view=judge_view, run_token_budget=run_token_budget)
     # judge_for reads only the frozen judge config: the same judge a real evaluation gets.
     judge = judge_for(Evaluation(judge_config=judge_config_for(rubric)))
     specs = [
@@ -53,7 +61,14 @@ def rubric_try(*, rubric: Rubric, criteria: Sequence[CriterionInput], run: Agent
         for i, c in enumerate(criteria)
     ]
     coroutine = rubric_scoring(
-        run=run, judge=judge, criteria=specs, scale=rubric.scale, strategy=rubric.strategy, reuse={}
+        run=run,
+        judge=judge,
+        criteria=specs,
+        scale=rubric.scale,
+        strategy=rubric.strategy,
+        reuse={},
+        view=judge_view,
+        token_budget=run_token_budget,
     )
     try:
         return TryOutcome(

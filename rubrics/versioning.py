@@ -1,0 +1,165 @@
+"""How rubric versions are made (rubrics.services calls these; nothing else should): stable
+criterion keys, the comparison that decides whether a write is a new version, and the version
+row itself. A version freezes the criteria and what the judge sees of a run (judge view and
+token budget)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from .models import DEFAULT_RUN_TOKEN_BUDGET, Criterion, JudgeView, Rubric, RubricVersion
+
+
+@dataclass(frozen=True)
+class CriterionInput:
+    description: str
+    required: bool = True
+    key: str | None = None
+
+
+def _key_number(key: str) -> int:
+    """n for a key "c<n>", else 0: fresh keys continue after the highest such number."""
+    return int(key[1:]) if key.startswith("c") and key[1:].isdigit() else 0
+
+
+def _assign_keys(rubric: Rubric, criteria: Sequence[CriterionInput]) -> list[CriterionInput]:
+    """Give every criterion a key: an explicit one, else the key of an identical description
+    in the current version, else a fresh key never used by this rubric."""
+    previous = {}
+    if rubric.current_version_id:
+        previous = {
+            c.description.strip(): c.key
+            for c in Criterion.objects.filter(version_id=rubric.current_version_id)
+        }
+    used = set(Criterion.objects.filter(version__rubric=rubric).values_list("key", flat=True))
+    taken = {c.key for c in criteria if c.key}
+    # The running maximum over every key used by any version or given here: linear time, and
+    # a fresh key is still never one this rubric used before.
+    top = max((_key_number(k) for k in used | taken), default=0)
+    out = []
+    for c in criteria:
+        key = c.key or previous.get(c.description.strip())
+        if not key or (key in taken and key != c.key):
+            top += 1
+            key = f"c{top}"
+        taken.add(key)
+        out.append(CriterionInput(description=c.description.strip(), required=c.required, key=key))
+    return out
+
+
+def version_create(
+    *,
+    rubric: Rubric,
+    criteria: Sequence[CriterionInput],
+    judge_view: str,
+    run_token_budget: int,
+    user=None,
+    note: str = "",
+) -> RubricVersion:
+    """The next version of ``rubric`` (validated input), made its current one."""
+    keyed = _assign_keys(rubric, criteria)
+    last = rubric.versions.order_by("-number").values_list("number", flat=True).first() or 0
+    version = RubricVersion.objects.create(
+        rubric=rubric,
+        number=last + 1,
+        judge_view=judge_view,
+        run_token_budget=run_token_budget,
+        created_by=user,
+        note=note[:300],
+    )
+    Criterion.objects.bulk_create(
+        Criterion(
+            version=version,
+            key=c.key or "",
+            position=i,
+            description=c.description,
+            required=c.required,
+        )
+        for i, c in enumerate(keyed)
+    )
+    rubric.current_version = version
+    rubric.save(update_fields=["current_version", "updated_at"])
+    return version
+
+
+def _same_criteria(version: RubricVersion | None, criteria: Sequence[CriterionInput]) -> bool:
+    if version is None:
+        return not criteria
+    current: list[tuple[str | None, str, bool]] = [
+        (c.key, c.description, c.required) for c in version.criteria.order_by("position")
+    ]
+    wanted: list[tuple[str | None, str, bool]] = [
+        (c.key, c.description.strip(), c.required) for c in criteria
+    ]
+    if any(k is None for k, _, _ in wanted):
+        current = [(None, d, r) for _, d, r in current]
+        wanted = [(None, d, r) for _, d, r in wanted]
+    return current == wanted
+
+
+def _criteria_of(version: RubricVersion | None) -> list[CriterionInput]:
+    if version is None:
+        return []
+    return [
+        CriterionInput(description=c.description, required=c.required, key=c.key)
+        for c in version.criteria.order_by("position")
+    ]
+
+
+def view_of(version: RubricVersion | None) -> dict[str, Any]:
+    """What the judge sees under ``version``; a first version starts from the defaults."""
+    if version is None:
+        return {"judge_view": JudgeView.FINAL.value, "run_token_budget": DEFAULT_RUN_TOKEN_BUDGET}
+    return {"judge_view": version.judge_view, "run_token_budget": version.run_token_budget}
+
+
+def _view_note(old: dict[str, Any], new: dict[str, Any]) -> str:
+    """What changed, e.g. "Judge view: final → trajectory; Token budget: 24,000 → 8,000"."""
+    parts = []
+    if old["judge_view"] != new["judge_view"]:
+        parts.append(f"Judge view: {old['judge_view']} → {new['judge_view']}")
+    if old["run_token_budget"] != new["run_token_budget"]:
+        parts.append(f"Token budget: {old['run_token_budget']:,} → {new['run_token_budget']:,}")
+    return "; ".join(parts)
+
+
+def version_if_changed(
+    *,
+    rubric: Rubric,
+    criteria: Sequence[CriterionInput] | None,
+    judge_view: str | None,
+    run_token_budget: int | None,
+    user=None,
+    note: str = "",
+) -> tuple[RubricVersion, bool]:
+    """A new version unless ``criteria`` (None: the current ones, keys kept), ``judge_view``
+    and ``run_token_budget`` (None: the current ones) are the current version's; returns
+    (version, created). Without a note, a change of view or budget is its note. Serialised on
+    the rubric's row."""
+    given = {"judge_view": judge_view, "run_token_budget": run_token_budget}
+    for attempt in range(3):
+        try:
+            with transaction.atomic():
+                locked = Rubric.objects.select_for_update().get(pk=rubric.pk)
+                current = locked.current_version
+                wanted = criteria if criteria is not None else _criteria_of(current)
+                old = view_of(current)
+                new = old | {k: v for k, v in given.items() if v is not None}
+                if _same_criteria(current, wanted) and old == new:
+                    return current, False  # type: ignore[return-value]
+                if current is not None:
+                    note = note or _view_note(old, new)
+                version = version_create(
+                    rubric=locked, criteria=wanted, user=user, note=note, **new
+                )
+                rubric.current_version = version
+                return version, True
+        except IntegrityError:
+            # Two editors saved at once on SQLite (no row locks): take the next number.
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
