@@ -136,7 +136,10 @@ def score(request: HttpRequest, payload: ScoreIn):
     team = editor(request).team
     with score_waiting_slot(team=team, timeout=payload.timeout):
         run, evaluations = score_submit(
-            team=team, payload=payload.run_payload(), criteria=payload.criteria_value()
+            team=team,
+            payload=payload.run_payload(),
+            criteria=payload.criteria_value(),
+            judge_view=payload.judge_view or "",
         )
         ids = [e.id for e in evaluations]
         finished = score_await(evaluation_ids=ids, timeout=payload.timeout)

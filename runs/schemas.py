@@ -15,10 +15,12 @@ from pydantic import ConfigDict, WithJsonSchema
 
 from .models import AgentRun, Evaluation, Kind, Status
 from .payloads import CriterionIn, RunPayload
+from .scoring.trajectory import tool_names
 from .services.bulk import MAX_BULK_RUNS
 
 StatusChoice = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 AlignmentChoice = Literal["off", "user", "system", "both"]
+JudgeViewChoice = Literal["final", "conversation", "trajectory"]
 
 
 # --- Evaluations ------------------------------------------------------------------------------
@@ -31,6 +33,8 @@ class VerdictOut(Schema):
     satisfied: bool
     reasoning: str
     reused: bool = Field(description="Copied from an earlier identical judgement, not re-judged")
+    evidence: list[int] = Field(description="Step indices of the run this verdict relies on")
+    evidence_note: str = Field(description="Citations of the judge that were dropped, if any")
 
 
 class IntentOut(Schema):
@@ -90,6 +94,10 @@ class EvaluationOut(Schema):
     rubric_id: UUID | None
     rubric_version: int | None = Field(description="Version number, null for inline criteria")
     judge_model: str
+    judge_view: JudgeViewChoice = Field(description="What of the run the judge saw")
+    rendering: dict[str, Any] = Field(
+        description="What was cut to fit the token budget ({} when nothing was)"
+    )
     is_current: bool
     created_at: datetime
     finished_at: datetime | None
@@ -110,6 +118,8 @@ def evaluation_out(e: Evaluation) -> dict[str, Any]:
         "rubric_id": e.rubric_id,
         "rubric_version": e.rubric_version.number if e.rubric_version_id else None,  # type: ignore[union-attr]
         "judge_model": e.judge_model,
+        "judge_view": e.judge_view or "final",
+        "rendering": e.rendering,
         "is_current": e.is_current,
         "created_at": e.created_at,
         "finished_at": e.finished_at,
@@ -126,6 +136,8 @@ def _verdict(v: Any) -> dict[str, Any]:
         "satisfied": v.satisfied,
         "reasoning": v.reasoning,
         "reused": v.reused_from_id is not None,
+        "evidence": v.evidence,
+        "evidence_note": v.evidence_note,
     }
 
 
@@ -199,6 +211,12 @@ class RunOut(RunSummaryOut):
     output: str | list[Any]
     request_context: dict[str, Any]
     metadata: dict[str, Any]
+    expected_output: str
+    steps: list[dict[str, Any]] = Field(
+        description="The run's messages as ordered steps: messages, tool calls, tool results"
+    )
+    flagged_steps: int = Field(description="Steps with a malformed tool call or unmatched result")
+    tools: list[str] = Field(description="Distinct tools the run called, in first-call order")
     evaluations: list[EvaluationOut] = Field(
         description="The newest evaluation per kind and rubric (queued, running or final)"
     )
@@ -244,6 +262,10 @@ def run_out(run: AgentRun, evaluations: list[Evaluation]) -> dict[str, Any]:
         "output": run.output,
         "request_context": run.request_context,
         "metadata": run.metadata,
+        "expected_output": run.expected_output,
+        "steps": (steps := run.trajectory()),
+        "flagged_steps": run.flagged_steps,
+        "tools": tool_names(steps),
         "evaluations": [evaluation_out(e) for e in evaluations],
     }
 
@@ -320,9 +342,15 @@ class ScoreIn(RunPayload):
         description="Inline criteria, a list or text (one per line); replaces the rubric's",
     )
     timeout: float = Field(default=30, gt=0, le=120, description="Seconds to wait for the result")
+    judge_view: JudgeViewChoice | None = Field(
+        default=None,
+        description="What the judge sees with inline criteria (default: the rubric's, else final)",
+    )
 
     def run_payload(self) -> RunPayload:
-        return RunPayload.model_validate(self.model_dump(exclude={"criteria", "timeout"}))
+        return RunPayload.model_validate(
+            self.model_dump(exclude={"criteria", "timeout", "judge_view"})
+        )
 
     def criteria_value(self) -> Any:
         if isinstance(self.criteria, list):

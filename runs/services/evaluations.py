@@ -39,6 +39,7 @@ def evaluation_build(
     batch: RescoreBatch | None = None,
     force: bool = False,
     held: bool = False,
+    judge_view: str = "",
 ) -> Evaluation:
     """A queued evaluation with its scoring parameters frozen, unsaved: ingest, re-scoring and
     calibration bulk-insert these, and the caller enqueues them."""
@@ -47,9 +48,10 @@ def evaluation_build(
         mode = alignment_mode or (rubric.alignment_mode if rubric else AlignmentMode.BOTH)
     else:
         mode = ""
-    # What the judge sees: the version's view (an alignment evaluation takes the rubric's
-    # current version's); inline criteria and rubric-less runs see the final view.
-    seen = version if kind == Kind.RUBRIC else (rubric.current_version if rubric else None)
+    # What the judge sees: ``judge_view`` when given (POST /api/score), else the version's view
+    # (an alignment evaluation, and inline criteria replacing a rubric's, take the rubric's
+    # current version's); rubric-less runs see the final view.
+    seen = version or (rubric.current_version if rubric else None)
     return Evaluation(
         team_id=run.team_id,
         run=run,
@@ -65,7 +67,7 @@ def evaluation_build(
         strategy=rubric.strategy if rubric else "batched",
         alignment_mode=mode,
         alignment_weights=rubric.alignment_weights if rubric else None,
-        judge_view=seen.judge_view if seen is not None else "final",
+        judge_view=judge_view or (seen.judge_view if seen is not None else "final"),
         run_token_budget=seen.run_token_budget if seen is not None else None,
         held=held,
     )

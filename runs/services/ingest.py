@@ -86,12 +86,17 @@ def _resolve_rubric(team: Team, payload: RunPayload) -> Rubric | None:
 
 
 def run_ingest(
-    *, team: Team, payload: RunPayload, inline_criteria: list[dict[str, Any]] | None = None
+    *,
+    team: Team,
+    payload: RunPayload,
+    inline_criteria: list[dict[str, Any]] | None = None,
+    judge_view: str = "",
 ) -> tuple[AgentRun, bool]:
     """Store a run and queue its evaluations. Returns (run, created).
 
     Idempotent on ``external_id``: the same content again returns the stored run; different
-    content raises RunConflict. ``inline_criteria`` (from POST /api/score) replaces the rubric's.
+    content raises RunConflict. ``inline_criteria`` (from POST /api/score) replaces the rubric's,
+    judged in ``judge_view`` (else the rubric's current version's, else the final view).
     """
     _check_size(payload)
     rubric = _resolve_rubric(team, payload)
@@ -102,7 +107,7 @@ def run_ingest(
             return _same_or_conflict(existing, digest), False
     try:
         with transaction.atomic():
-            run = _create_run(team, payload, rubric, digest, inline_criteria)
+            run = _create_run(team, payload, rubric, digest, inline_criteria, judge_view)
     except IntegrityError:
         # Another request stored the same external_id between our check and insert.
         existing = AgentRun.objects.get(team=team, external_id=payload.external_id)
@@ -128,6 +133,7 @@ def _build_run(
     rubric: Rubric | None,
     digest: str,
     inline_criteria: list[dict[str, Any]] | None,
+    judge_view: str = "",
 ) -> tuple[AgentRun, list[Evaluation]]:
     """The unsaved run and its unsaved queued evaluations."""
     messages = _messages(payload)
@@ -154,7 +160,7 @@ def _build_run(
         alignment_mode=payload.alignment
         or (rubric.alignment_mode if rubric else AlignmentMode.OFF),
     )
-    evaluations = _initial_evaluations(run, payload, rubric, inline_criteria)
+    evaluations = _initial_evaluations(run, payload, rubric, inline_criteria, judge_view)
     run.status = Status.QUEUED if evaluations else Status.SUCCEEDED
     return run, evaluations
 
@@ -187,8 +193,9 @@ def _create_run(
     rubric: Rubric | None,
     digest: str,
     inline_criteria: list[dict[str, Any]] | None,
+    judge_view: str,
 ) -> AgentRun:
-    built = _build_run(team, payload, rubric, digest, inline_criteria)
+    built = _build_run(team, payload, rubric, digest, inline_criteria, judge_view)
     _store([built])
     return built[0]
 
@@ -198,12 +205,17 @@ def _initial_evaluations(
     payload: RunPayload,
     rubric: Rubric | None,
     inline_criteria: list[dict[str, Any]] | None,
+    judge_view: str = "",
 ) -> list[Evaluation]:
     out = []
     if inline_criteria is not None:
         out.append(
             evaluation_build(
-                run=run, kind=Kind.RUBRIC, rubric=rubric, inline_criteria=inline_criteria
+                run=run,
+                kind=Kind.RUBRIC,
+                rubric=rubric,
+                inline_criteria=inline_criteria,
+                judge_view=judge_view,
             )
         )
     elif rubric is not None and rubric.current_version_id:

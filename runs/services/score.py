@@ -90,7 +90,7 @@ class ScoreConflict(Conflict, ValueError):
 
 
 def score_submit(
-    *, team: Team, payload: RunPayload, criteria: Any = None
+    *, team: Team, payload: RunPayload, criteria: Any = None, judge_view: str = ""
 ) -> tuple[AgentRun, list[Evaluation]]:
     """Ingest the run (``criteria``, a list of {description, required} or text, replaces the
     rubric's) and return it with the evaluations that decide its score.
@@ -102,7 +102,9 @@ def score_submit(
     inline = _inline(criteria)
     # One transaction, so a run with nothing to score is not stored either.
     with transaction.atomic():
-        run, created = run_ingest(team=team, payload=payload, inline_criteria=inline)
+        run, created = run_ingest(
+            team=team, payload=payload, inline_criteria=inline, judge_view=judge_view
+        )
         evaluations = evaluations_for_run(run=run)
         if not created and inline is not None and not _scored_with(evaluations, inline):
             raise ScoreConflict(run)
