@@ -189,14 +189,15 @@ def _row(team: Team, span: Span, size: int) -> OtelSpan:
 
 
 def _schedule(team_id: Any, trace_ids: list[str], delay: float) -> None:
-    for trace_id in trace_ids:
-        try:
-            signature(ASSEMBLE_TASK, args=[str(team_id), trace_id]).apply_async(
-                countdown=delay, queue=lane(bulk=False)
-            )
-        except Exception:  # noqa: BLE001 - a broker that is down: the sweeper assembles later
-            logger.warning("broker unreachable; trace %s waits for the sweeper", trace_id)
-            return
+    """One message per export, naming every trace whose agent span it brought."""
+    if not trace_ids:
+        return
+    try:
+        signature(ASSEMBLE_TASK, args=[str(team_id), trace_ids]).apply_async(
+            countdown=delay, queue=lane(bulk=False)
+        )
+    except Exception:  # noqa: BLE001 - a broker that is down: the sweeper assembles later
+        logger.warning("broker unreachable; %d trace(s) wait for the sweeper", len(trace_ids))
 
 
 def otel_trace_assemble(

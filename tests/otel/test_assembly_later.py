@@ -19,8 +19,8 @@ def test_the_request_stages_and_the_task_assembles_once(send, team, settings):
     assert send(list(trace.values())).status_code == 200
     assert not AgentRun.objects.exists() and OtelSpan.objects.count() == 6
 
-    assert otel_assemble(str(team.pk), trace["agent"].trace_id) == 1
-    assert otel_assemble(str(team.pk), trace["agent"].trace_id) == 0  # redelivered: nothing
+    assert otel_assemble(str(team.pk), [trace["agent"].trace_id]) == 1
+    assert otel_assemble(str(team.pk), [trace["agent"].trace_id]) == 0  # redelivered: nothing
 
     [run] = AgentRun.objects.filter(team=team)
     assert [s["kind"] for s in run.trajectory()].count("tool_result") == 2
