@@ -52,9 +52,11 @@ def operation_of(attributes: dict[str, Any]) -> str:
     return value[:40] if isinstance(value, str) else ""
 
 
-def is_agent_candidate(operation: str, parent_span_id: str) -> bool:
-    """Whether a span's arrival may complete a run: an agent span or a root span."""
-    return operation == AGENT or not parent_span_id
+def completes_trace(parent_span_id: str) -> bool:
+    """Whether a span's arrival makes its trace ready to assemble: a root span (it ends last, so
+    the spans under it, agent spans included, have been exported). An agent span that has a
+    parent waits for the root: the parent may be a supervisor agent still running."""
+    return not parent_span_id
 
 
 def agent_span_ids(spans: Iterable[tuple[str, str, str]]) -> list[str]:

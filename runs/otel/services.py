@@ -1,10 +1,12 @@
 """Staging spans, assembling runs from them, the sweeper, and the per-service default rubrics.
 
 An export stores each span once per (team, trace id, span id): a retried export stores nothing
-twice. When an agent span arrives (an ``invoke_agent`` span, or a root span: the SDK exports a
-span once it has ended), its trace is assembled EVALSITE_OTEL_ASSEMBLE_DELAY seconds later by a
-task (0: in the request itself), so children exported in the same or a slightly later batch join
-the run. The run's ``external_id`` is ``otel:<trace id>:<agent span id>``, so assembling again
+twice. When a trace's root span arrives (the SDK exports a span once it has ended, and the
+root ends last), the trace is assembled EVALSITE_OTEL_ASSEMBLE_DELAY seconds later by a task (0:
+in the request itself), so children exported in the same or a slightly later batch join the run:
+each topmost ``invoke_agent`` span (else the root) becomes one. An agent span with a parent
+waits for the root (the parent may be a supervisor agent still running); a trace whose root
+never comes here (its parent lives in another service) is assembled by the sweeper. The run's ``external_id`` is ``otel:<trace id>:<agent span id>``, so assembling again
 can never make two runs. Assembled spans are pruned to their ids (tombstones): a span arriving
 after its agent's run was made is not added to it (runs are judged as they were stored) and is
 answered as rejected in ``partialSuccess``. Every staged span expires after
@@ -38,8 +40,8 @@ from ..services.ingest import RunConflict, RunTooLarge, run_ingest
 from .convert import (
     AGENT,
     agent_span_ids,
+    completes_trace,
     descendants,
-    is_agent_candidate,
     operation_of,
     rubric_ref,
     run_payload,
@@ -51,9 +53,12 @@ from .models import OtelServiceRubric, OtelSpan
 logger = logging.getLogger(__name__)
 
 ASSEMBLE_TASK = "runs.tasks.otel_assemble"
-# The sweeper assembles traces whose agent span waited this much longer than the delay (a task
-# lost with a broker that was down).
+# The sweeper assembles traces whose root span waited this much longer than the delay (a task
+# lost with a broker that was down) ...
 ASSEMBLE_GRACE = timedelta(seconds=60)
+# ... and traces whose root never came (a parent in another service) this long after an agent
+# span arrived: long enough for a supervisor agent still running to end and be exported.
+ROOTLESS_WAIT = timedelta(minutes=10)
 SWEEP_CHUNK = 5000
 
 
@@ -107,13 +112,7 @@ def otel_export(*, team: Team, spans: list[Span]) -> ExportResult:
         else:
             new.append((span, _size(span)))
     _check_sizes(team, new)
-    ready = sorted(
-        {
-            s.trace_id
-            for s, _ in new
-            if is_agent_candidate(operation_of(s.attributes), s.parent_span_id)
-        }
-    )
+    ready = sorted({s.trace_id for s, _ in new if completes_trace(s.parent_span_id)})
     delay = settings.EVALSITE_OTEL_ASSEMBLE_DELAY
     with transaction.atomic():
         OtelSpan.objects.bulk_create(
@@ -230,6 +229,13 @@ def otel_trace_assemble(
                 r.assembled_at = timezone.now()
             if run is not None:
                 made.append(run)
+        # A root span that is not an agent (an HTTP request around one) made no run: prune it,
+        # so the sweeper does not come back for it.
+        OtelSpan.objects.filter(
+            team=team, trace_id=trace_id, parent_span_id="", assembled_at__isnull=True
+        ).exclude(span_id__in=agents).update(
+            assembled_at=timezone.now(), attributes={}, events=[], resource={}
+        )
     return made
 
 
@@ -284,12 +290,11 @@ def otel_sweep(*, now: datetime | None = None) -> tuple[int, int]:
     (EVALSITE_OTEL_SPAN_TTL_HOURS). Returns (runs made, spans deleted)."""
     now = now or timezone.now()
     waited = now - timedelta(seconds=settings.EVALSITE_OTEL_ASSEMBLE_DELAY) - ASSEMBLE_GRACE
-    stuck = (
-        OtelSpan.objects.filter(
-            Q(operation=AGENT) | Q(parent_span_id=""),
-            assembled_at__isnull=True,
-            received_at__lt=waited,
-        )
+    ready = Q(parent_span_id="", received_at__lt=waited) | Q(
+        operation=AGENT, received_at__lt=now - ROOTLESS_WAIT
+    )
+    stuck = list(
+        OtelSpan.objects.filter(ready, assembled_at__isnull=True)
         .values_list("team_id", "trace_id")
         .distinct()[:200]
     )

@@ -44,3 +44,15 @@ def test_the_sweeper_assembles_a_trace_whose_task_was_lost_and_expires_old_spans
     made, deleted = otel_sweep(now=timezone.now() + timedelta(hours=2))
     assert (made, deleted) == (0, 7)
     assert not OtelSpan.objects.exists() and AgentRun.objects.count() == 1
+
+
+def test_an_agent_whose_root_never_comes_is_assembled_by_the_sweeper_after_a_while(send, team):
+    trace = two_tool_trace()
+    trace["agent"].parent = "00f067aa0ba902b7"  # a parent span in another service
+    send(list(trace.values()))
+    assert not AgentRun.objects.exists()
+
+    assert otel_sweep(now=timezone.now() + timedelta(minutes=2)) == (0, 0)  # may still come
+    assert otel_sweep(now=timezone.now() + timedelta(minutes=11)) == (1, 0)
+    [run] = AgentRun.objects.filter(team=team)
+    assert run.external_id.endswith(trace["agent"].span_id)

@@ -192,3 +192,37 @@ def test_a_nested_agent_is_one_tool_step_of_its_supervisor(send, team):
         ("result", "research", f"agent:{research.span_id}", "Otters hold hands.", False),
         ("message", "assistant", "Here is the article."),
     ]
+
+
+def test_a_sub_agent_exported_before_its_supervisor_ended_is_not_a_run_of_its_own(send, team):
+    t = new_trace_id()
+    boss = S("invoke_agent supervisor", t, end=90, attributes={
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "supervisor",
+        "gen_ai.input.messages": msgs(text("user", "Write about otters"))})  # fmt: skip
+    research = S("invoke_agent research", t, parent=boss.span_id, start=1, end=40, attributes={
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "research",
+        "gen_ai.output.messages": msgs(text("assistant", "Otters hold hands."))})  # fmt: skip
+    send([research])  # the supervisor is still running
+    assert not AgentRun.objects.exists()
+
+    send([boss])
+
+    [run] = AgentRun.objects.filter(team=team)
+    assert run.agent == "supervisor"
+    assert [s.get("tool") for s in run.trajectory() if s["kind"] == "tool_call"] == ["research"]
+
+
+def test_an_agent_under_a_request_span_is_assembled_when_the_root_arrives(send, team):
+    t = new_trace_id()
+    root = S("POST /chat", t, end=200)
+    trace = two_tool_trace(t)
+    trace["agent"].parent = root.span_id
+    send(list(trace.values()))
+    assert not AgentRun.objects.exists()  # the agent's parent may still be running
+
+    send([root])
+
+    [run] = AgentRun.objects.filter(team=team)
+    assert run.external_id == f"otel:{t}:{trace['agent'].span_id}"
+    assert kinds(run) == EXPECTED
+    assert OtelSpan.objects.get(span_id=root.span_id).assembled_at is not None  # pruned
