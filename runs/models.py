@@ -124,6 +124,10 @@ class RunTool(models.Model):
         ]
         indexes = [
             models.Index(fields=["team", "tool", "-run_created_at"], name="run_tool_team_newest"),
+            # The runs filter's list of the team's recently called tools.
+            models.Index(
+                fields=["team", "-run_created_at"], include=["tool"], name="run_tool_team_recent"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -12,7 +12,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from rubrics.models import Rubric
-from rubrics.services import rubric_create
+from rubrics.services import rubric_create, rubric_set_judge_view
 from runs.payloads import RunPayload
 from runs.services import run_ingest
 from teams.models import Team
@@ -26,6 +26,94 @@ SUPPORT_CRITERIA = """\
 - [optional] Offers a "discount" code for next time
 - [optional] Signs off as "Acme Support"
 """
+
+TOOL_CRITERIA = """\
+- Looked the order up ("tool call lookup_order") before refunding
+- Issued the refund ("tool call issue_refund")
+- Tells the customer the refund "is on its way"
+"""
+TOOL_SYSTEM = "You are Acme's refund agent. Look the order up before you refund anything."
+
+
+def _call(call_id: str, name: str, arguments: str) -> dict:
+    function = {"name": name, "arguments": arguments}
+    return {"id": call_id, "type": "function", "function": function}
+
+
+def tool_run(i: int, rng: random.Random) -> dict:
+    """A refund agent's run with tool calls (OpenAI Chat Completions shape): some skip the
+    lookup, some hit a failing tool and retry, some never refund."""
+    n = 2000 + i
+    order = f'{{"order_id": "A{n}"}}'
+    output: list[dict] = []  # fmt: skip
+    if rng.random() < 0.75:
+        output += [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [_call("c1", "lookup_order", order)],
+            },
+            {
+                "role": "tool",
+                "tool_call_id": "c1",
+                "content": f'{{"order": "A{n}", "status": "paid", "total": 42.5}}',
+            },
+        ]
+    if rng.random() < 0.3:
+        output += [
+            # Anthropic content blocks, mixed in: a failing call the agent retries below.
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "c2",
+                        "name": "issue_refund",
+                        "input": {"order_id": f"A{n}"},
+                    },
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "c2",
+                        "is_error": True,
+                        "content": "payment service unavailable (503)",
+                    },
+                ],
+            },
+        ]
+    refunded = rng.random() < 0.85
+    if refunded:
+        output += [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [_call("c3", "issue_refund", order)],
+            },
+            {
+                "role": "tool",
+                "tool_call_id": "c3",
+                "content": '{"refund_id": "R-77", "status": "issued"}',
+            },
+        ]
+    answer = (
+        "Your refund is on its way: 3 to 5 business days." if refunded else "I have passed this on."
+    )
+    output.append({"role": "assistant", "content": answer})
+    return {
+        "external_id": f"demo-tools-{i:03d}",
+        "agent": "refund-agent",
+        "input": {"messages": [
+            {"role": "system", "content": TOOL_SYSTEM},
+            {"role": "user", "content": f"Please refund order A{n}, it never arrived."},
+        ]},
+        "output": output,
+        "expected_output": f"Order A{n} is looked up, refunded, and the customer told it is on its way.",
+    }  # fmt: skip
+
 
 CODE_CRITERIA = [
     {"description": 'Names the function "find_duplicates"', "required": True},
@@ -76,8 +164,16 @@ class Command(BaseCommand):
             code = self._demo_rubric(
                 team, "Code review answer", "code-review", CODE_CRITERIA, "off"
             )
+            tools = self._demo_rubric(
+                team, "Refund agent (tool use)", "refund-tools", TOOL_CRITERIA, "off"
+            )
+            if tools.current_version and tools.current_version.judge_view == "final":
+                rubric_set_judge_view(rubric=tools, judge_view="trajectory")
         created = self._support_runs(team, support, options["runs"])
         created += self._code_runs(team, code)
+        rng = random.Random(11)
+        for i in range(12):
+            created += self._ingest(team, tool_run(i, rng) | {"rubric": tools.slug})
         self.stdout.write(
             self.style.SUCCESS(
                 f"demo ready: team 'demo', user 'demo' / password '{options['password']}', "
