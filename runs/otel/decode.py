@@ -18,11 +18,12 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
-from evalsite.errors import AppError
+from evalsite.errors import AppError, TooLarge
 
 JSON_TYPE = "application/json"
 PROTOBUF_TYPES = ("application/x-protobuf", "application/protobuf")
@@ -76,14 +77,17 @@ def _decompress(body: bytes, encoding: str) -> bytes:
         return body
     if encoding != "gzip":
         raise UnsupportedMediaType(f"Content-Encoding {encoding!r} is not supported: use gzip")
-    # Bounded: a small gzip bomb must not become a huge body.
-    limit = max(len(body) * 64, 1 << 20)
+    # Bounded like a plain body: a small gzip bomb must not become a huge one.
+    limit = settings.EVALSITE_MAX_BULK_BYTES
     try:
-        out = zlib.decompressobj(wbits=31).decompress(body, limit)
+        out = zlib.decompressobj(wbits=31).decompress(body, limit + 1)
     except (zlib.error, gzip.BadGzipFile) as exc:
         raise OtlpInvalid(f"the gzip body is corrupt: {exc}") from exc
-    if len(out) >= limit:
-        raise OtlpInvalid(f"the gzip body expands past {limit:,} bytes")
+    if len(out) > limit:
+        raise TooLarge(
+            f"the gzip body expands past {limit:,} bytes (EVALSITE_MAX_BULK_BYTES)",
+            extra={"limit": limit},
+        )
     return out
 
 

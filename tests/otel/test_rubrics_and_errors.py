@@ -78,7 +78,10 @@ def test_an_export_that_is_not_otlp_is_a_400_naming_the_reason(
     assert not OtelSpan.objects.exists()
 
 
-def test_another_content_type_is_a_415_and_a_bad_gzip_a_400(post_raw, send, api_key):
+def test_another_content_type_is_a_415_a_bad_gzip_a_400_and_a_gzip_bomb_a_413(
+    post_raw, api_key, settings
+):
+    settings.EVALSITE_MAX_BULK_BYTES = 1_000_000
     assert_error(post_raw(b"a=b", "application/x-www-form-urlencoded"), 415)
     from django.test import Client
 
@@ -96,7 +99,7 @@ def test_another_content_type_is_a_415_and_a_bad_gzip_a_400(post_raw, send, api_
         content_type="application/json",
         headers={"Authorization": f"Bearer {api_key}", "Content-Encoding": "gzip"},
     )
-    assert "expands past" in assert_error(response, 400)["message"]
+    assert "expands past 1,000,000 bytes" in assert_error(response, 413)["message"]
 
 
 def test_a_trace_over_the_run_limit_is_a_413_and_stores_nothing(send, team, settings):
