@@ -17,8 +17,10 @@ def run_rendered(
     """The run in ``view`` within ``budget`` tokens counted for the judge ``model``; the texts
     extracted at ingest are the final view's (so rows stored before steps existed render as
     they always were judged)."""
+    # The final view reads only the three texts: no need to load or rebuild the steps.
+    steps = run.trajectory() if view and view != "final" else []
     return render(
-        run.trajectory(),
+        steps,
         view=cast(View, view or "final"),
         reference=run.expected_output or None,
         budget=budget or DEFAULT_TOKEN_BUDGET,
