@@ -45,6 +45,7 @@ class VerdictRow:
     reasoning: str
     note: str
     label_source_id: Any  # the change in effect (what "revert" undoes), or None
+    evidence: tuple[int, ...] = ()  # the run's steps the judge cited
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.verdict, name)
@@ -104,6 +105,7 @@ def _verdict_rows(evaluation: Evaluation) -> list[VerdictRow]:
                 v.reasoning,
                 label.note if label else "",
                 label.source_id if label else None,
+                tuple(i for i in v.evidence or [] if isinstance(i, int)),
             )
         )
     return rows

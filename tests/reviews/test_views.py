@@ -320,3 +320,30 @@ def test_the_rubric_page_links_to_the_review_pages_and_loads_the_flags(
 
     assert f'hx-get="{reverse("reviews:rubric_flags", args=[rubric.id])}"' in page
     assert reverse("reviews:queue", args=[rubric.id]) in page
+
+
+def test_a_tool_using_run_shows_its_trajectory_and_the_steps_each_verdict_cites(
+    client_for, teammate, make_rubric, make_run, fake_judge
+):
+    from rubrics.services import rubric_set_judge_view
+
+    rubric = make_rubric(
+        name="Tools", criteria=[{"description": 'Looked it up ("tool call lookup")'}]
+    )
+    rubric_set_judge_view(rubric=rubric, judge_view="trajectory")
+    call = {"id": "k1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+    run = make_run(
+        rubric=rubric.slug,
+        output=[
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "k1", "content": "<b>found</b>"},
+            {"role": "assistant", "content": "Found it."},
+        ],
+    )
+    judge_pending()
+
+    page = client_for(teammate).get(review_url(rubric, run)).content.decode()
+
+    assert 'data-testid="review-trajectory"' in page
+    assert 'id="step-2"' in page and "&lt;b&gt;found&lt;/b&gt;" in page
+    assert '<a class="mono" href="#step-2">step 2</a>' in page
