@@ -43,6 +43,15 @@ def _hand_back_parked(**_: object) -> None:
 
 
 @signals.worker_ready.connect
+def _start_heartbeat(**_: object) -> None:
+    """Stamp "a worker is alive" every few seconds: web processes judge POST /api/score calls
+    themselves when no worker was seen for EVALSITE_SCORE_INLINE_WHEN_NO_WORKER seconds."""
+    from runs.liveness import worker_beat_start
+
+    worker_beat_start()
+
+
+@signals.worker_ready.connect
 def _freeze_startup_objects(**_: object) -> None:
     """Move everything allocated at start-up out of the garbage collector's reach.
 

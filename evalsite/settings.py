@@ -286,6 +286,22 @@ EVALSITE_API_BURST = env_int("EVALSITE_API_BURST", 300)
 # POST /api/score calls of one team waiting for their results at once (0: no cap). Keep it
 # well below the web server's concurrency (gunicorn workers x threads).
 EVALSITE_SCORE_MAX_WAITING = env_int("EVALSITE_SCORE_MAX_WAITING", 8)
+# How waiting score calls learn that evaluations ended (runs/services/notify.py): auto
+# (PostgreSQL LISTEN/NOTIFY on PostgreSQL, else Redis pub/sub with a Redis broker, else
+# polling), postgres, redis or poll.
+EVALSITE_NOTIFY = os.environ.get("EVALSITE_NOTIFY", "auto")
+if EVALSITE_NOTIFY not in ("auto", "postgres", "redis", "poll"):
+    raise ImproperlyConfigured(
+        f"EVALSITE_NOTIFY must be auto, postgres, redis or poll, not {EVALSITE_NOTIFY!r}"
+    )
+# Where waiters LISTEN (a direct PostgreSQL URL, e.g. past a transaction-pooling pgbouncer) or
+# SUBSCRIBE (a Redis URL); empty: Django's database, or the rate limiter's Redis.
+EVALSITE_NOTIFY_URL = os.environ.get("EVALSITE_NOTIFY_URL", "")
+# The web process judges a score call's evaluations itself (as a worker would) when no worker
+# has been seen for this many seconds; 0: only when the call asks ("inline": true).
+EVALSITE_SCORE_INLINE_WHEN_NO_WORKER = env_float("EVALSITE_SCORE_INLINE_WHEN_NO_WORKER", 0.0)
+# Inline judgings at once per web process; a call beyond that waits for a worker instead.
+EVALSITE_SCORE_INLINE_MAX = env_int("EVALSITE_SCORE_INLINE_MAX", 16)
 # Unfinished re-score batches per team (0: no cap).
 EVALSITE_TEAM_MAX_ACTIVE_BATCHES = env_int("EVALSITE_TEAM_MAX_ACTIVE_BATCHES", 20)
 

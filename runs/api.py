@@ -131,7 +131,8 @@ def score(request: HttpRequest, payload: ScoreIn):
     failed for good: `passed` is then null, so a loop must check `status`). 202: time ran out;
     `status` is `queued` or `running`, poll `GET /api/evaluations/{evaluation_id}`.
     429 (with `Retry-After`, storing nothing): the team already has EVALSITE_SCORE_MAX_WAITING
-    score calls waiting.
+    score calls waiting. `inline`: the web process judges the run itself, exactly as a worker
+    would (a worker that claimed an evaluation first judges it; never two results).
     """
     team = editor(request).team
     with score_waiting_slot(team=team, timeout=payload.timeout):
@@ -142,5 +143,7 @@ def score(request: HttpRequest, payload: ScoreIn):
             judge_view=payload.judge_view or "",
         )
         ids = [e.id for e in evaluations]
-        finished = score_await(evaluation_ids=ids, timeout=payload.timeout)
+        finished = score_await(
+            team=team, evaluation_ids=ids, timeout=payload.timeout, inline=payload.inline
+        )
     return Status(200 if finished else 202, score_out(run, evaluations_by_ids(ids=ids)))

@@ -346,10 +346,15 @@ class ScoreIn(RunPayload):
         default=None,
         description="What the judge sees with inline criteria (default: the rubric's, else final)",
     )
+    inline: bool = Field(
+        default=False,
+        description="Judge in the web process now (the worker's claim, judge and write path; "
+        "a worker that claimed first wins), instead of waiting for a worker",
+    )
 
     def run_payload(self) -> RunPayload:
         return RunPayload.model_validate(
-            self.model_dump(exclude={"criteria", "timeout", "judge_view"})
+            self.model_dump(exclude={"criteria", "timeout", "judge_view", "inline"})
         )
 
     def criteria_value(self) -> Any:

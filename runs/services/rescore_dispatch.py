@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from ..models import PENDING_STATUSES, AgentRun, BatchStatus, Evaluation, RescoreBatch, Status
 from .evaluations import evaluations_enqueue
+from .notify import evaluations_ended
 from .rescore_scope import chunks
 from .run_state import run_refresh
 
@@ -123,12 +124,13 @@ def batch_cancel(*, batch: RescoreBatch) -> RescoreBatch:
 
 def _cancel_queued(batch_id: Any, now: datetime) -> int:
     queued = Evaluation.objects.filter(batch_id=batch_id, status=Status.QUEUED)
-    run_ids = list(queued.values_list("run_id", flat=True))
+    rows = list(queued.values_list("id", "run_id"))
     cancelled = queued.update(
         status=Status.CANCELLED, held=False, not_before=None, finished_at=now,
         error="cancelled with its re-score batch",
     )  # fmt: skip
-    _refresh_runs(run_ids)
+    evaluations_ended([row_id for row_id, _ in rows])  # anyone waiting on them: they ended
+    _refresh_runs([run_id for _, run_id in rows])
     return cancelled
 
 

@@ -21,6 +21,7 @@ from ..models import (
     Status,
 )
 from .groupcommit import GroupCommit
+from .notify import evaluations_ended
 from .rescore_dispatch import batch_evaluation_finished
 from .run_state import run_refresh, runs_refresh, update_rows
 
@@ -67,6 +68,7 @@ def record_failure(
         if done:
             run_refresh(evaluation.run_id)
             _batch_hook(evaluation)
+            evaluations_ended([evaluation.id])  # delivered at commit
     return bool(done)
 
 
@@ -131,6 +133,7 @@ def record_successes(jobs: list[Finished]) -> list[bool]:
             _write(kept, runs)
             for job in kept:
                 _batch_hook(job.evaluation)
+            evaluations_ended([job.evaluation.id for job in kept])  # delivered at commit
     kept_ids = {id(job) for job in kept}
     return [id(job) in kept_ids for job in jobs]
 

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from ..models import Evaluation, Status
 from .evaluations import _publish
+from .notify import evaluations_ended
 from .rescore_dispatch import batches_sweep
 from .results import run_refresh
 
@@ -65,6 +66,8 @@ def _expire_leases(now) -> tuple[int, int]:
                     error=f"worker lost the evaluation {row['attempts']} times (lease expired)",
                 )
                 failed += n
+                if n:
+                    evaluations_ended([row["id"]])
             else:
                 n = guard.update(
                     status=Status.QUEUED,
