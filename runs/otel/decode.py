@@ -354,4 +354,6 @@ def _json_reason(exc: BaseException) -> str:
         return f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
     if isinstance(exc, UnicodeDecodeError):
         return "the body is not UTF-8 text"
+    if isinstance(exc, RecursionError):
+        return "the body is nested too deeply"
     return type(exc).__name__
