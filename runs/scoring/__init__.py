@@ -22,6 +22,7 @@ from .errors import (
     ScoringInputError,
     TransientJudgeError,
 )
+from .examples import Example
 from .keys import verdict_key
 from .rubric import RubricScorer
 from .rules import (
@@ -49,6 +50,7 @@ from .types import (
 
 __all__ = [
     "DIMENSIONS",
+    "Example",
     "AlignmentResult",
     "AlignmentScorer",
     "AlignmentWeights",

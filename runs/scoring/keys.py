@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 
-from .types import JudgeConfig
+from .examples import Example, key_part
+from .render import RunView
+from .types import Criterion, JudgeConfig
 
 # Bump whenever the rubric prompt or its JSON schema changes in a way that could change a
 # verdict: every stored verdict then stops matching and gets judged afresh.
@@ -31,6 +34,8 @@ def verdict_key(
     view: str = "final",
     transcript: str | None = None,
     reference: str | None = None,
+    instructions: str | None = None,
+    examples: Sequence[Example] = (),
 ) -> str:
     """sha256 hex of a canonical JSON of everything a verdict depends on.
 
@@ -38,7 +43,9 @@ def verdict_key(
     caller). The judge enters through `JudgeConfig.identity()`, which holds no secrets. The
     texts are the rendered ones (runs.scoring.render): the key covers exactly what the judge
     saw, so a verdict is never reused across judge views, transcripts or reference answers.
-    The final view without a reference hashes what it always did.
+    The final view without a reference hashes what it always did. ``instructions`` (the
+    rubric's) and ``examples`` (this criterion's, as shown) enter only when there are some, so
+    keys of rubrics without them stay as they were and their stored verdicts are still reused.
     """
     payload: dict[str, object] = {
         "prompt_version": PROMPT_VERSION,
@@ -50,7 +57,49 @@ def verdict_key(
     }
     if view != "final" or transcript is not None or reference:
         payload |= {"view": view, "transcript": transcript or "", "reference": reference or ""}
+    if instructions:
+        payload["instructions"] = instructions
+    if examples:
+        payload["examples"] = key_part(examples)
     canonical = json.dumps(
         payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
     )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def criterion_keys(
+    judge: JudgeConfig,
+    criteria: Sequence[Criterion],
+    shown: RunView,
+    instructions: str = "",
+    taught: Mapping[str, Sequence[Example]] | None = None,
+) -> dict[str, str]:
+    """Criterion id -> verdict key on a rendered run, with the rubric's instructions and each
+    criterion's examples as shown (``taught``)."""
+    taught = taught or {}
+    return {
+        str(c.id): key_for(judge, c.description, shown, instructions, taught.get(str(c.id), ()))
+        for c in criteria
+    }
+
+
+def key_for(
+    judge: JudgeConfig,
+    description: str,
+    shown: RunView,
+    instructions: str = "",
+    examples: Sequence[Example] = (),
+) -> str:
+    """The verdict key of one criterion on a rendered run (exactly what the judge sees)."""
+    return verdict_key(
+        judge,
+        description,
+        shown.task,
+        shown.system,
+        shown.output,
+        view=shown.view,
+        transcript=shown.transcript,
+        reference=shown.reference,
+        instructions=instructions,
+        examples=examples,
+    )

@@ -10,8 +10,15 @@ from functools import partial
 from typing import Any, Literal
 
 from .errors import JudgeError, ScoringInputError, pick_error
+from .examples import (
+    DEFAULT_MAX_EXAMPLES,
+    Example,
+    checked_limit,
+    coerce_examples,
+    examples_by_criterion,
+)
 from .judge import complete_json
-from .keys import verdict_key
+from .keys import criterion_keys, key_for  # noqa: F401 - key_for: re-exported
 from .llm import count_tokens
 from .prompts import one_line, rubric_messages, rubric_schema
 from .render import DEFAULT_TOKEN_BUDGET, VIEWS, RunView, View, run_view
@@ -177,6 +184,9 @@ class RubricScorer:
 
     `criteria` (text or a list) is the configured rubric; when it has none, the run's own
     `rubric` value is used (see `resolve_criteria`). `scale` multiplies the 0/1 score.
+    `instructions` (text) and `examples` (`Example`s or dicts naming a criterion id; at most
+    `max_examples_per_criterion` of each criterion are shown) teach the judge: both are in
+    the prompt after the fixed rules and in the verdict keys when present.
     """
 
     def __init__(
@@ -187,7 +197,12 @@ class RubricScorer:
         strategy: Strategy = "batched",
         view: View = "final",
         token_budget: int = DEFAULT_TOKEN_BUDGET,
+        instructions: str | None = None,
+        examples: Any = None,
+        max_examples_per_criterion: int = DEFAULT_MAX_EXAMPLES,
     ) -> None:
+        if instructions is not None and not isinstance(instructions, str):
+            raise ValueError("instructions must be text")
         if strategy not in ("batched", "independent"):
             raise ValueError(f"strategy must be 'batched' or 'independent', got {strategy!r}")
         self.judge = judge
@@ -196,6 +211,9 @@ class RubricScorer:
         self.strategy = strategy
         self.view = checked_view(view)
         self.token_budget = checked_budget(token_budget)
+        self.instructions = (instructions or "").strip()
+        self.examples = coerce_examples(examples)
+        self.max_examples = checked_limit(max_examples_per_criterion)
 
     def render(
         self,
@@ -251,10 +269,11 @@ class RubricScorer:
             messages=messages,
             expected_output=expected_output,
         )
-        keys = {str(c.id): key_for(self.judge, c.description, shown) for c in criteria}
+        taught = self._taught(criteria)
+        keys = self.verdict_keys(criteria, shown)
         reuse = reuse or {}
         pending = [c for c in criteria if keys[str(c.id)] not in reuse]
-        judged = await self._judge(pending, shown) if pending else _Judged({}, None, [])
+        judged = await self._judge(pending, shown, taught) if pending else _Judged({}, None, [])
         verdicts = [self._verdict(c, keys[str(c.id)], judged, reuse) for c in criteria]
         return self._result(verdicts, judged, source, shown)
 
@@ -265,6 +284,20 @@ class RubricScorer:
             return resolve_criteria(self.criteria, request_context, metadata, input)
         except ValueError as exc:
             raise ScoringInputError(str(exc)) from exc
+
+    def verdict_keys(self, criteria: list[Criterion], shown: RunView) -> dict[str, str]:
+        """Criterion id -> verdict key on a rendered run (what the server looks up)."""
+        taught = self._taught(criteria)
+        return criterion_keys(self.judge, criteria, shown, self.instructions, taught)
+
+    def _taught(self, criteria: list[Criterion]) -> dict[str, list[Example]]:
+        """Each criterion's examples as shown (at most the limit); an example naming no
+        criterion of this rubric is an input error, not silently dropped."""
+        ids = {str(c.id) for c in criteria}
+        unknown = sorted({e.criterion_id for e in self.examples} - ids)
+        if unknown:
+            raise ScoringInputError(f"examples name unknown criterion ids: {', '.join(unknown)}")
+        return examples_by_criterion(self.examples, self.max_examples)
 
     def _no_rubric(self) -> RubricResult:
         # SCORING.md says "score 1, passed: true". We return scale × 1, so that for every
@@ -277,11 +310,13 @@ class RubricScorer:
             criteria_source="none",
         )
 
-    async def _judge(self, pending: list[Criterion], shown: RunView) -> _Judged:
+    async def _judge(
+        self, pending: list[Criterion], shown: RunView, taught: dict[str, list[Example]]
+    ) -> _Judged:
         if self.strategy == "batched":
-            return await self._judge_batch(pending, shown)
+            return await self._judge_batch(pending, shown, taught)
         outcomes = await asyncio.gather(
-            *(self._judge_batch([c], shown) for c in pending), return_exceptions=True
+            *(self._judge_batch([c], shown, taught) for c in pending), return_exceptions=True
         )
         calls = [
             call
@@ -297,7 +332,9 @@ class RubricScorer:
         overall = judged[0].overall if len(judged) == 1 else None
         return _Judged(merged, overall, calls)
 
-    async def _judge_batch(self, batch: list[Criterion], shown: RunView) -> _Judged:
+    async def _judge_batch(
+        self, batch: list[Criterion], shown: RunView, taught: dict[str, list[Example]]
+    ) -> _Judged:
         labelled = _labels(batch)
         asked = {label: c.description for label, c in labelled.items()}
         messages = rubric_messages(
@@ -307,6 +344,8 @@ class RubricScorer:
             transcript=shown.transcript,
             reference=shown.reference,
             criteria=list(asked.items()),
+            instructions=self.instructions,
+            examples={label: taught.get(str(c.id), []) for label, c in labelled.items()},
         )
         steps = shown.shown_steps if shown.has_transcript else None
         (found, overall), calls = await complete_json(
@@ -357,20 +396,6 @@ class RubricScorer:
             view=shown.view,
             rendering=shown.rendering,
         )
-
-
-def key_for(judge: JudgeConfig, description: str, shown: RunView) -> str:
-    """The verdict key of one criterion on a rendered run (exactly what the judge sees)."""
-    return verdict_key(
-        judge,
-        description,
-        shown.task,
-        shown.system,
-        shown.output,
-        view=shown.view,
-        transcript=shown.transcript,
-        reference=shown.reference,
-    )
 
 
 def checked_view(view: Any) -> View:
