@@ -27,7 +27,7 @@ _loop: asyncio.AbstractEventLoop | None = None
 
 def _start() -> asyncio.AbstractEventLoop:
     loop = asyncio.new_event_loop()
-    direct.enable(loop)  # process-long: judge calls to OpenAI-compatible servers skip litellm
+    direct.enable(loop)  # process-long: its judge connections stay open until exit (_stop)
     thread = threading.Thread(target=loop.run_forever, name="judge-loop", daemon=True)
     thread.start()
     return loop

@@ -56,7 +56,8 @@ re-ask appends messages, and ``malformedx1`` must let the repair succeed.
 Endpoints: ``POST /v1/chat/completions`` (and ``/chat/completions``),
 ``GET /_stats``, ``POST /_reset``, ``POST /_config`` ``{"latency": s}``,
 ``GET /_last`` (the last completion request body). In process, ``credentials()`` lists
-the credential headers (Authorization, x-api-key, ...) each completion request carried.
+the credential headers (Authorization, x-api-key, ...) each completion request carried, and
+``user_agents()`` their User-Agent headers.
 
 Usage: ``with FakeJudge(latency=0.0) as judge: judge.url`` in-process, or
 ``python -m tests.fake_judge --port 8765 --latency 0.2`` as a process.
@@ -372,6 +373,8 @@ class JudgeState:
         self.last: dict | None = None
         # The credential headers of every completion request, in order.
         self.credentials: list[dict[str, str]] = []
+        # The User-Agent of every completion request, in order (which HTTP client sent it).
+        self.user_agents: list[str] = []
 
     def stats(self) -> dict:
         return {
@@ -438,6 +441,7 @@ async def _chat_completions(request: web.Request, state: JudgeState) -> web.Resp
     state.credentials.append(
         {k.lower(): v for k, v in request.headers.items() if k.lower() in CREDENTIAL_HEADERS}
     )
+    state.user_agents.append(request.headers.get("User-Agent", ""))
     fault, arg = state.pick_fault(messages, all_text)
     override = LATENCY_RE.search(all_text)
     await sleep_or_stop(state, float(override.group(1)) if override else state.latency)
@@ -558,6 +562,10 @@ class FakeJudge:
     def credentials(self) -> list[dict[str, str]]:
         """The credential headers (Authorization, x-api-key, ...) of each completion request."""
         return self._call(self._read(lambda: list(self.state.credentials)))
+
+    def user_agents(self) -> list[str]:
+        """The User-Agent header of each completion request (which HTTP client sent it)."""
+        return self._call(self._read(lambda: list(self.state.user_agents)))
 
     def set_latency(self, seconds: float) -> None:
         def change() -> None:

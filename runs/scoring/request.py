@@ -62,7 +62,7 @@ async def request(config: JudgeConfig, messages: list[dict], response_format: di
         # litellm's HTTP clients follow redirects: a team's address is only called directly.
         raise PermanentJudgeError(
             "a judge connection with an api_base needs an OpenAI-compatible model string "
-            "(openai/<model name>), called from the server's judge loop"
+            "(openai/<model name>) and only OpenAI request body fields in its parameters"
         )
     if name is not None:
         answer = await direct.post_chat(

@@ -86,8 +86,10 @@ def connection_route_problem(model: str, api_base: str | None) -> str | None:
 
 def direct_model(config: JudgeConfig) -> str | None:
     """The model name to send straight to an OpenAI-compatible api_base, or None when this
-    call goes through litellm (another provider, no api_base, or transport="litellm"). A
-    team's connection always goes direct where it can: litellm follows redirects."""
+    call goes through litellm (another provider, no api_base, litellm options in ``extra``,
+    or transport="litellm"). The same on every event loop: a worker's and a user's agent
+    loop send the same request. A team's connection always goes direct where it can:
+    litellm follows redirects."""
     if not config.api_base or not direct.available():
         return None
     if config.transport != "auto" and config.connection is None:

@@ -68,9 +68,9 @@ class JudgeConfig(BaseModel):
     retries: int = Field(default=2, ge=0, le=10)
     repair_retries: int = Field(default=1, ge=0, le=5)
     structured_output: Literal["auto", "json_schema", "json_object"] = "auto"
-    # "auto": straight HTTP to an OpenAI-compatible api_base from a process-long loop (see
-    # direct.py), litellm otherwise; "litellm" always goes through litellm. Not part of the
-    # judge's identity: both send the same request.
+    # "auto": straight HTTP to an OpenAI-compatible api_base (direct.py, on any event loop),
+    # litellm otherwise; "litellm" always goes through litellm. Not part of the judge's
+    # identity: both send the same request.
     transport: Literal["auto", "litellm"] = "auto"
     extra: dict[str, Any] = Field(default_factory=dict)
     # A team's judge connection (its id): part of the identity, so verdicts judged through one

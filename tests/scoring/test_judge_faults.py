@@ -24,32 +24,35 @@ from runs.scoring.judge import complete_json
 CRITERIA = '- Mentions "refund"\n- Is polite'
 
 
-@pytest.fixture(autouse=True, params=["litellm", "direct"])
-def transport(request, monkeypatch):
-    """Every fault twice: through litellm, and through the direct transport that workers use
-    for OpenAI-compatible servers (runs/scoring/direct.py), which must fail the same way."""
-    if request.param == "direct":
-        import litellm
-
+@pytest.fixture(autouse=True, params=["litellm", "worker", "in-process"])
+def transport(request, monkeypatch, server):
+    """Every fault three times: through litellm (transport="litellm"), and through the direct
+    transport (runs/scoring/direct.py) both on the worker's shared loop and on the caller's
+    own short-lived loop (`score()`), which must all fail the same way. The fake judge's
+    User-Agent log shows which HTTP client sent each request."""
+    if request.param == "worker":
         from runs import judge_runtime
         from runs.scoring import alignment, rubric
 
         def on_the_worker_loop(make_coro, scorer):
             return judge_runtime.run_judged(make_coro())
 
-        async def refuse(*args, **kwargs):
-            raise AssertionError("the direct transport must not call litellm")
-
         for module in (rubric, alignment):
             monkeypatch.setattr(module, "run_sync", on_the_worker_loop)
-        monkeypatch.setattr(litellm, "acompletion", refuse)
-    return request.param
+    yield request.param
+    client = "AsyncOpenAI/" if request.param == "litellm" else "aiohttp/"
+    assert all(client in agent for agent in server.user_agents())
+
+
+@pytest.fixture
+def judge(judge, transport):
+    return judge.model_copy(update={"transport": "litellm"}) if transport == "litellm" else judge
 
 
 @pytest.fixture
 def run_async(transport):
     """Run a coroutine where the transport under test applies."""
-    if transport == "direct":
+    if transport == "worker":
         from runs.judge_runtime import run_judged
 
         return run_judged
@@ -254,9 +257,11 @@ def test_a_judge_with_litellm_options_goes_through_litellm(judge):
     async def route(config):
         return direct_model(config)
 
+    judge = judge.model_copy(update={"transport": "auto"})
     plain = judge.model_copy(update={"extra": {"seed": 7, "top_p": 0.5}})
     with_options = judge.model_copy(update={"extra": {"extra_headers": {"X-Team": "a"}}})
     assert run_judged(route(plain)) == "fake-judge"  # on the worker's loop
     assert run_judged(route(with_options)) is None
     assert run_judged(route(judge.model_copy(update={"transport": "litellm"}))) is None
-    assert asyncio.run(route(plain)) is None  # a short-lived loop of the caller's own
+    assert asyncio.run(route(plain)) == "fake-judge"  # a short-lived loop of the caller's own
+    assert asyncio.run(route(with_options)) is None

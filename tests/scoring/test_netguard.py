@@ -3,6 +3,8 @@ engine does with it: a team's api_base is looked up again right before every req
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from runs.judge_runtime import run_judged
@@ -78,7 +80,12 @@ def test_a_judge_error_shows_the_providers_message_never_the_body():
     assert len(_error_message(400, '{"error": {"message": "%s"}}' % ("x" * 5000))) == 300
 
 
-def test_the_engine_refuses_a_guarded_private_address_before_sending_anything():
+# Both places a judge call runs: the worker's shared loop and a caller's own loop.
+RUNNERS = {"worker loop": run_judged, "caller's loop": asyncio.run}
+
+
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_the_engine_refuses_a_guarded_private_address_before_sending_anything(runner):
     listener = Listener(status=200).start()
     try:
         judge = JudgeConfig(
@@ -86,15 +93,16 @@ def test_the_engine_refuses_a_guarded_private_address_before_sending_anything():
         )
         scorer = RubricScorer(judge, criteria="- Mentions the refund")
         with pytest.raises(PermanentJudgeError) as caught:
-            run_judged(scorer.ascore(task="t", output="o"))
+            RUNNERS[runner](scorer.ascore(task="t", output="o"))
     finally:
         listener.stop()
     assert "judge address refused" in caught.value.message and listener.seen == []
     assert caught.value.calls and caught.value.calls[0].error.startswith("judge address refused")
 
 
+@pytest.mark.parametrize("runner", RUNNERS)
 @pytest.mark.parametrize("transport", ["auto", "litellm"])
-def test_a_connection_never_follows_a_redirect_whatever_the_transport(transport):
+def test_a_connection_never_follows_a_redirect_whatever_the_transport(transport, runner):
     """litellm's clients follow redirects (the OpenAI SDK's client is built with
     follow_redirects=True), so a team's connection always takes the direct transport."""
     second = Listener(status=200, body=b"{}").start()
@@ -104,7 +112,7 @@ def test_a_connection_never_follows_a_redirect_whatever_the_transport(transport)
             model="openai/x", api_base=f"{first.url}/v1", connection="c", transport=transport
         )
         with pytest.raises(PermanentJudgeError) as caught:
-            run_judged(RubricScorer(judge, criteria="- A").ascore(task="t", output="o"))
+            RUNNERS[runner](RubricScorer(judge, criteria="- A").ascore(task="t", output="o"))
     finally:
         first.stop()
         second.stop()
@@ -127,12 +135,15 @@ def test_the_guarded_session_refuses_to_connect_to_a_name_that_resolves_privatel
 
 
 def test_a_connection_with_an_api_base_is_never_handed_to_litellm():
-    """Off the judge loop (no direct transport) a connection's address is not called at all."""
-    import asyncio
-
+    """A connection the direct transport cannot call (not an OpenAI-compatible model string)
+    is refused, its address not called at all."""
     listener = Listener(status=200).start()
     try:
-        judge = JudgeConfig(model="openai/x", api_base=f"{listener.url}/v1", connection="c")
+        judge = JudgeConfig(
+            model="anthropic/claude-3-5-haiku-latest",
+            api_base=f"{listener.url}/v1",
+            connection="c",
+        )
         with pytest.raises(PermanentJudgeError, match="judge connection"):
             asyncio.run(RubricScorer(judge, criteria="- A").ascore(task="t", output="o"))
     finally:
