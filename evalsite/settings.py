@@ -213,7 +213,7 @@ EVALSITE_JUDGE_MODEL = os.environ.get("EVALSITE_JUDGE_MODEL", "")
 EVALSITE_JUDGE_API_BASE = os.environ.get("EVALSITE_JUDGE_API_BASE", "")
 EVALSITE_JUDGE_API_KEY = os.environ.get("EVALSITE_JUDGE_API_KEY", "")
 EVALSITE_JUDGE_TIMEOUT = env_float("EVALSITE_JUDGE_TIMEOUT", 60.0)
-# "auto": workers post straight to an OpenAI-compatible api_base (openai/<name> models with an
+# "auto": judge calls post straight to an OpenAI-compatible api_base (openai/<name> models with an
 # api_base) and use litellm for every other model; "litellm": always litellm (runs/scoring/direct.py).
 EVALSITE_JUDGE_TRANSPORT = os.environ.get("EVALSITE_JUDGE_TRANSPORT", "auto")
 if EVALSITE_JUDGE_TRANSPORT not in ("auto", "litellm"):
@@ -247,6 +247,9 @@ EVALSITE_MAX_CRITERIA = env_int("EVALSITE_MAX_CRITERIA", 200)
 # The rubric editor posts three fields per criterion row; Django's default (1,000) would refuse
 # a full draft once the cap is raised past ~330.
 DATA_UPLOAD_MAX_NUMBER_FIELDS = max(1000, 3 * EVALSITE_MAX_CRITERIA + 100)
+# Graded examples per criterion (issue #13): the draft refuses more and the judge prompt shows at
+# most this many of each criterion.
+EVALSITE_MAX_EXAMPLES_PER_CRITERION = env_int("EVALSITE_MAX_EXAMPLES_PER_CRITERION", 3)
 # POST /api/runs/bulk bodies (up to 1,000 runs) are refused above this before parsing.
 EVALSITE_MAX_BULK_BYTES = env_int("EVALSITE_MAX_BULK_BYTES", 20_000_000)
 # Django refuses bodies above this outright; the API's own limits (a 413 with a message) are

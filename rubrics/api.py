@@ -16,6 +16,7 @@ from teams.api import Caller, caller, editor
 from .models import DEFAULT_RUN_TOKEN_BUDGET, Rubric, RubricVersion
 from .selectors import rubric_get, rubric_version_get, rubric_versions_page, rubrics_list
 from .services import (
+    MAX_INSTRUCTIONS_CHARS,
     MAX_RUN_TOKEN_BUDGET,
     MIN_RUN_TOKEN_BUDGET,
     CriterionInput,
@@ -47,6 +48,18 @@ BUDGET_HELP = (
 )
 
 
+INSTRUCTIONS_HELP = (
+    f"Judge instructions (Markdown, at most {MAX_INSTRUCTIONS_CHARS:,} characters): shown to "
+    "the judge in their own block after evalsite's fixed rules, which they cannot change. "
+    "Saved with a version: a change is a new version."
+)
+
+
+def InstructionsField(default: Any, prefix: str = "") -> Any:
+    # The limit is the service's (a 422 on `instructions` naming it), not the schema's.
+    return Field(default=default, max_length=100_000, description=prefix + INSTRUCTIONS_HELP)
+
+
 def ViewField(default: Any, prefix: str = "") -> Any:
     return Field(default=default, description=prefix + VIEW_HELP)
 
@@ -70,14 +83,24 @@ class CriterionOut(Schema):
     position: int
 
 
+class ExampleOut(Schema):
+    criterion_id: str
+    excerpt: str
+    satisfied: bool
+    reason: str
+    run_id: UUID | None = Field(description="The run it was taken from; null once deleted")
+
+
 class VersionOut(Schema):
     id: UUID
     number: int
     judge_view: JudgeViewChoice
     run_token_budget: int
+    instructions: str
     note: str
     created_at: datetime
     criteria: list[CriterionOut]
+    examples: list[ExampleOut] = Field(description="Graded examples, in prompt order")
 
 
 class ConnectionRef(Schema):
@@ -156,6 +179,7 @@ class RubricIn(Schema):
     alignment_weights: dict[str, Any] | None = None
     judge_view: JudgeViewChoice = ViewField("final")
     run_token_budget: TokenBudget = BudgetField(DEFAULT_RUN_TOKEN_BUDGET)
+    instructions: str = InstructionsField("")
 
 
 UNSET: Any = None
@@ -178,6 +202,7 @@ class RubricPatch(Schema):
     alignment_weights: dict[str, Any] | None = Field(default=None, description="null = defaults")
     judge_view: JudgeViewChoice = ViewField(UNSET, "Omitted = unchanged. ")
     run_token_budget: TokenBudget = BudgetField(UNSET, "Omitted = unchanged. ")
+    instructions: str = InstructionsField(UNSET, "Omitted = unchanged. ")
 
 
 class CriteriaIn(Schema):
@@ -186,6 +211,7 @@ class CriteriaIn(Schema):
     note: str = Field(default="", max_length=300, description="Why this version (shown in history)")
     judge_view: JudgeViewChoice = ViewField(UNSET, "Omitted = the current version's. ")
     run_token_budget: TokenBudget = BudgetField(UNSET, "Omitted = the current version's. ")
+    instructions: str = InstructionsField(UNSET, "Omitted = the current version's. ")
 
 
 def _criteria(value: CriteriaValue | None) -> Any:
@@ -211,9 +237,20 @@ def _version(version: RubricVersion | None) -> dict[str, Any] | None:
         "number": version.number,
         "judge_view": version.judge_view,
         "run_token_budget": version.run_token_budget,
+        "instructions": version.instructions,
         "note": version.note,
         "created_at": version.created_at,
         "criteria": criteria,
+        "examples": [
+            {
+                "criterion_id": e.criterion_key,
+                "excerpt": e.excerpt,
+                "satisfied": e.satisfied,
+                "reason": e.reason,
+                "run_id": e.run_id,
+            }
+            for e in version.examples.all()
+        ],
     }
 
 
@@ -332,6 +369,7 @@ def set_criteria(request: HttpRequest, payload: CriteriaIn, rubric: str = Rubric
         note=payload.note,
         judge_view=payload.judge_view,
         run_token_budget=payload.run_token_budget,
+        instructions=payload.instructions,
     )
     stored = rubric_version_get(rubric=version.rubric, number=version.number)
     return Status(201 if created else 200, _version(stored))

@@ -10,6 +10,7 @@ from django.conf import settings
 
 from .models import AlignmentMode, Criterion, JudgeView, Rubric, RubricVersion, Strategy
 from .services import (
+    MAX_INSTRUCTIONS_CHARS,
     MAX_RUN_TOKEN_BUDGET,
     MIN_RUN_TOKEN_BUDGET,
     VERSION_FIELDS,
@@ -75,6 +76,14 @@ class DraftViewForm(forms.Form):
         widget=forms.NumberInput(
             attrs={"min": MIN_RUN_TOKEN_BUDGET, "max": MAX_RUN_TOKEN_BUDGET, "step": 1000}
         ),
+    )
+    instructions = forms.CharField(
+        required=False,
+        label="Judge instructions",
+        max_length=MAX_INSTRUCTIONS_CHARS,
+        widget=forms.Textarea(attrs={"rows": 4}),
+        help_text=f"Markdown, at most {MAX_INSTRUCTIONS_CHARS:,} characters. Shown to the judge "
+        "after evalsite's fixed rules, which it cannot change.",
     )
 
     @classmethod

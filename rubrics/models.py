@@ -63,6 +63,12 @@ class Rubric(models.Model):
         "RubricVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     archived_at = models.DateTimeField(null=True, blank=True)
+    # True: the rubric's examples without a version are the example set of its draft (what
+    # the next version takes); False: the draft's examples are the current version's.
+    examples_draft = models.BooleanField(default=False)
+    # The publishing gate ({"min_agreement", "min_kappa", "max_drop"}, each a 0..1 float or
+    # null); null: no gate, a saved draft is published at once. Set by reviews.services.gate.
+    gate = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -89,6 +95,14 @@ class RubricVersion(models.Model):
     # rendering elides middle steps with a marker (runs.scoring.render).
     run_token_budget = models.PositiveIntegerField(default=DEFAULT_RUN_TOKEN_BUDGET)
     note = models.CharField(max_length=300, blank=True)
+    # Markdown the judge prompt shows in its own block after the fixed rules (runs.scoring).
+    instructions = models.TextField(blank=True)
+    # False for a draft (rubrics.drafts): judged only in comparisons, never a rubric's current
+    # version until published.
+    published = models.BooleanField(default=True)
+    # How a draft got past the publishing gate, shown in the version history: "passed", or
+    # "published over the gate by <who>: <reason>".
+    gate_note = models.CharField(max_length=600, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
@@ -130,3 +144,40 @@ class Criterion(models.Model):
 
     def __str__(self) -> str:
         return f"[{self.key}] {self.description[:60]}"
+
+
+class CriterionExample(models.Model):
+    """A graded example of one criterion ("teach the judge"): an excerpt of a run, the correct
+    verdict and the reason. Each version holds its own copies (versions never change); rows
+    without a version are the rubric's draft when ``Rubric.examples_draft`` is set."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    rubric = models.ForeignKey(Rubric, on_delete=models.CASCADE, related_name="examples")
+    version = models.ForeignKey(
+        RubricVersion, null=True, blank=True, on_delete=models.CASCADE, related_name="examples"
+    )
+    criterion_key = models.CharField(max_length=32)
+    position = models.PositiveIntegerField()
+    excerpt = models.TextField()
+    satisfied = models.BooleanField()
+    reason = models.TextField()
+    # The run it was taken from; deleting the run keeps the example and its stored excerpt.
+    run = models.ForeignKey(
+        "runs.AgentRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["position"]
+        indexes = [
+            # A version's examples in order (judge prompts, editor, agreement exclusions).
+            models.Index(fields=["version", "position"], name="example_version_order"),
+            # The rubric's draft examples (version null).
+            models.Index(fields=["rubric", "version"], name="example_rubric_draft"),
+        ]
+
+    def __str__(self) -> str:
+        return f"[{self.criterion_key}] {self.excerpt[:40]}"

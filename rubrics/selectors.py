@@ -18,7 +18,7 @@ from django.db.models import Prefetch, Q, QuerySet
 from evalsite.pagination import InvalidCursor, cursor_decode, cursor_encode, page_size
 from teams.models import Team
 
-from .models import Criterion, Rubric, RubricVersion
+from .models import Criterion, CriterionExample, Rubric, RubricVersion
 
 
 @dataclass(frozen=True)
@@ -31,9 +31,14 @@ def _ordered_criteria() -> QuerySet[Criterion]:
     return Criterion.objects.order_by("position")
 
 
+def _ordered_examples() -> QuerySet[CriterionExample]:
+    return CriterionExample.objects.order_by("position")
+
+
 def _with_current_version(qs: QuerySet[Rubric]) -> QuerySet[Rubric]:
     return qs.select_related("current_version", "judge_connection").prefetch_related(
-        Prefetch("current_version__criteria", queryset=_ordered_criteria())
+        Prefetch("current_version__criteria", queryset=_ordered_criteria()),
+        Prefetch("current_version__examples", queryset=_ordered_examples()),
     )
 
 
@@ -89,9 +94,10 @@ def rubric_versions_page(
             raise InvalidCursor("not a cursor returned by this list")
         qs = qs.filter(number__lt=int(number))
     rows = list(
-        qs.prefetch_related(Prefetch("criteria", queryset=_ordered_criteria())).order_by("-number")[
-            : size + 1
-        ]
+        qs.prefetch_related(
+            Prefetch("criteria", queryset=_ordered_criteria()),
+            Prefetch("examples", queryset=_ordered_examples()),
+        ).order_by("-number")[: size + 1]
     )
     items = rows[:size]
     return Page(items, cursor_encode(items[-1].number) if len(rows) > size else None)
@@ -99,7 +105,10 @@ def rubric_versions_page(
 
 def rubric_version_get(*, rubric: Rubric, number: int) -> RubricVersion | None:
     return (
-        rubric.versions.prefetch_related(Prefetch("criteria", queryset=_ordered_criteria()))
+        rubric.versions.prefetch_related(
+            Prefetch("criteria", queryset=_ordered_criteria()),
+            Prefetch("examples", queryset=_ordered_examples()),
+        )
         .filter(number=number)
         .first()
     )
@@ -114,6 +123,24 @@ def version_criteria(*, version_id: Any) -> list[Criterion]:
     if not version_id:
         return []
     return list(Criterion.objects.filter(version_id=version_id).order_by("position"))
+
+
+def version_examples(*, version_id: Any) -> list[CriterionExample]:
+    """A version's graded examples in order ([] for no version): what its judge prompts show
+    (runs.services.execute caches them per version, as versions never change)."""
+    if not version_id:
+        return []
+    return list(CriterionExample.objects.filter(version_id=version_id).order_by("position"))
+
+
+def example_runs(*, version_id: Any) -> dict[str, set[Any]]:
+    """Criterion key -> the runs its examples in ``version_id`` were taken from (agreement
+    figures leave them out: a run is not scored against its own example)."""
+    rows = CriterionExample.objects.filter(version_id=version_id, run_id__isnull=False)
+    out: dict[str, set[Any]] = {}
+    for key, run_id in rows.values_list("criterion_key", "run_id"):
+        out.setdefault(key, set()).add(run_id)
+    return out
 
 
 @dataclass
@@ -145,12 +172,59 @@ def version_view_diff(*, old: RubricVersion | None, new: RubricVersion | None) -
     caller already has: no query). Missing versions give []."""
     if old is None or new is None:
         return []
-    fields = (("judge_view", "Judge view"), ("run_token_budget", "Token budget"))
+    fields = (
+        ("judge_view", "Judge view"),
+        ("run_token_budget", "Token budget"),
+        ("instructions", "Instructions"),
+    )
     return [
         ViewChange(name, label, getattr(old, name), getattr(new, name))
         for name, label in fields
         if getattr(old, name) != getattr(new, name)
     ]
+
+
+def version_examples_diff(
+    *, old: RubricVersion | None, new: RubricVersion | None
+) -> list[ViewChange]:
+    """Per criterion key whose graded examples differ between the versions: the counts (one
+    query)."""
+    if old is None or new is None:
+        return []
+    rows = CriterionExample.objects.filter(version_id__in=[old.pk, new.pk]).order_by("position")
+    sides: dict[Any, dict[str, list[tuple[str, bool, str]]]] = {old.pk: {}, new.pk: {}}
+    for e in rows:
+        sides[e.version_id].setdefault(e.criterion_key, []).append(
+            (e.excerpt, e.satisfied, e.reason)
+        )
+    before, after = sides[old.pk], sides[new.pk]
+    changes = []
+    for key in sorted(set(before) | set(after)):
+        a, b = before.get(key, []), after.get(key, [])
+        if a != b:
+            changes.append(
+                ViewChange(
+                    "examples",
+                    f"Examples of {key}",
+                    _count(len(a)),
+                    _count(len(b), len(a) == len(b)),
+                )
+            )
+    return changes
+
+
+def _count(n: int, edited: bool = False) -> str:
+    return f"{n} example{'s' if n != 1 else ''}{' (edited)' if edited else ''}"
+
+
+def examples_draft_rows(*, rubric: Rubric) -> list[CriterionExample]:
+    """The examples the rubric's draft holds (its own rows, else the current version's), in
+    order: what the editor lists and edits."""
+    if rubric.examples_draft:
+        rows = CriterionExample.objects.filter(rubric=rubric, version__isnull=True)
+    else:
+        rows = CriterionExample.objects.filter(version_id=rubric.current_version_id)
+    return list(rows.order_by("position"))
 
 
 def rubric_version_diff(*, rubric: Rubric, old_number: int, new_number: int) -> list[DiffEntry]:

@@ -1,5 +1,6 @@
-"""Writes for rubrics. Criteria changes, and changes of what the judge sees of a run (the judge
-view and the run's token budget), always create a new immutable version."""
+"""Writes for rubrics. Criteria changes, changes of what the judge sees of a run (the judge
+view and the run's token budget) and of the judge instructions always create a new immutable
+version (graded examples: rubrics.examples)."""
 
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ class RubricValidationError(FieldErrors):
 # The bounds of a version's run_token_budget (the API schema shows the same ones).
 MIN_RUN_TOKEN_BUDGET = 1_000
 MAX_RUN_TOKEN_BUDGET = 1_000_000
-VERSION_FIELDS = ("judge_view", "run_token_budget")
+MAX_INSTRUCTIONS_CHARS = 4_000
+VERSION_FIELDS = ("judge_view", "run_token_budget", "instructions")
 NO_VERSION = "a rubric without criteria has no version to carry it: send it with the criteria"
 
 
@@ -137,7 +139,7 @@ def _clean_settings(
 
 def _view_errors(fields: dict[str, Any]) -> dict[str, str]:
     """The judge view and token budget, when given (None means "keep the current one")."""
-    errors = {}
+    errors = _instructions_errors(fields.get("instructions"))
     view, budget = fields.get("judge_view"), fields.get("run_token_budget")
     if view is not None and view not in JudgeView.values:
         errors["judge_view"] = f"must be one of {', '.join(JudgeView.values)}"
@@ -151,6 +153,20 @@ def _view_errors(fields: dict[str, Any]) -> dict[str, str]:
     return errors
 
 
+def _instructions_errors(text: Any) -> dict[str, str]:
+    """Judge instructions, when given: text of at most MAX_INSTRUCTIONS_CHARS characters."""
+    if text is None:
+        return {}
+    if not isinstance(text, str):
+        return {"instructions": "must be text"}
+    if len(text.strip()) > MAX_INSTRUCTIONS_CHARS:
+        return {
+            "instructions": f"at most {MAX_INSTRUCTIONS_CHARS:,} characters "
+            f"(got {len(text.strip()):,})"
+        }
+    return {}
+
+
 def judge_view_validate(*, judge_view: str, run_token_budget: int) -> None:
     """A judge view and token budget a version could hold (for drafts that are not saved,
     like the editor's "try it"); RubricValidationError names the field."""
@@ -162,11 +178,16 @@ def judge_view_validate(*, judge_view: str, run_token_budget: int) -> None:
 def _unversioned_view_errors(fields: dict[str, Any]) -> dict[str, str]:
     """A rubric without criteria has no version to carry a judge view or token budget, so it
     can only have the defaults its first version gets: other values must come with criteria."""
-    defaults = {"judge_view": JudgeView.FINAL, "run_token_budget": DEFAULT_RUN_TOKEN_BUDGET}
+    defaults = {
+        "judge_view": JudgeView.FINAL,
+        "run_token_budget": DEFAULT_RUN_TOKEN_BUDGET,
+        "instructions": "",
+    }
     return {
         name: NO_VERSION
         for name, default in defaults.items()
         if fields.get(name) not in (None, default)
+        and not (name == "instructions" and not str(fields[name]).strip())
     }
 
 
@@ -211,13 +232,18 @@ def rubric_create(
     alignment_weights: dict | None = None,
     judge_view: str = JudgeView.FINAL,
     run_token_budget: int = DEFAULT_RUN_TOKEN_BUDGET,
+    instructions: str = "",
     user=None,
 ) -> Rubric:
     """Create a rubric and, when criteria are given, its version 1 with ``judge_view`` and
     ``run_token_budget``. Without criteria those must be the defaults (there is no version to
     hold them yet: the first criteria write sets them). ``judge_connection``: a connection of
     the team (instance, id or name), or None for the deployment's judge."""
-    view: dict[str, Any] = {"judge_view": judge_view, "run_token_budget": run_token_budget}
+    view: dict[str, Any] = {
+        "judge_view": judge_view,
+        "run_token_budget": run_token_budget,
+        "instructions": instructions,
+    }
     cleaned = _clean_settings(
         {
             "name": name,
@@ -253,6 +279,7 @@ def rubric_create(
             alignment_weights=cleaned["alignment_weights"],
         )
         if parsed:
+            view["instructions"] = (instructions or "").strip()
             version_create(rubric=rubric, criteria=parsed, user=user, note="Created", **view)
     return rubric
 
@@ -298,17 +325,27 @@ def rubric_set_criteria(
     note: str = "",
     judge_view: str | None = None,
     run_token_budget: int | None = None,
+    instructions: str | None = None,
 ) -> tuple[RubricVersion, bool]:
-    """Replace the criteria. The judge view and token budget are the current version's unless
-    given. Returns (version, created): unchanged criteria, view and budget create nothing."""
+    """Replace the criteria. The judge view, token budget and instructions are the current
+    version's unless given. Returns (version, created): unchanged criteria, view, budget,
+    instructions and examples create nothing; a new version takes the draft's examples."""
     parsed = criteria_from_any(criteria)
     if not parsed:
         raise RubricValidationError({"criteria": "a rubric version needs at least one criterion"})
     criteria_validate(parsed)
-    view: dict[str, Any] = {"judge_view": judge_view, "run_token_budget": run_token_budget}
+    view: dict[str, Any] = {
+        "judge_view": judge_view,
+        "run_token_budget": run_token_budget,
+        "instructions": _stripped(instructions),
+    }
     if _view_errors(view):
         raise RubricValidationError(_view_errors(view))
     return version_if_changed(rubric=rubric, criteria=parsed, user=user, note=note, **view)
+
+
+def _stripped(text: Any) -> Any:
+    return text.strip() if isinstance(text, str) else text
 
 
 def rubric_set_judge_view(
@@ -316,13 +353,19 @@ def rubric_set_judge_view(
     rubric: Rubric,
     judge_view: str | None = None,
     run_token_budget: int | None = None,
+    instructions: str | None = None,
     user=None,
     note: str = "",
 ) -> tuple[RubricVersion, bool]:
-    """Change what the judge sees of a run: a new version with the current criteria (keys
-    kept) and a note naming the change, e.g. "Judge view: final → trajectory". None keeps a
-    value; the same values create nothing. Returns (version, created)."""
-    view: dict[str, Any] = {"judge_view": judge_view, "run_token_budget": run_token_budget}
+    """Change what the judge sees of a run or the instructions it is given: a new version
+    with the current criteria (keys kept) and a note naming the change, e.g. "Judge view:
+    final → trajectory". None keeps a value; the same values create nothing. Returns
+    (version, created)."""
+    view: dict[str, Any] = {
+        "judge_view": judge_view,
+        "run_token_budget": run_token_budget,
+        "instructions": _stripped(instructions),
+    }
     errors = _view_errors(view)
     if not rubric.current_version_id:
         errors |= {k: NO_VERSION for k, v in view.items() if v is not None} or {

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import editor, failures
+from .views import editor, examples, failures
 
 urlpatterns = [
     path("rubrics/", editor.rubric_list, name="rubric_list"),
@@ -9,6 +9,11 @@ urlpatterns = [
     path("rubrics/<uuid:rubric_id>/criteria/", editor.rubric_criteria, name="rubric_criteria"),
     path("rubrics/<uuid:rubric_id>/settings/", editor.rubric_settings, name="rubric_settings"),
     path("rubrics/<uuid:rubric_id>/try/", editor.rubric_try_view, name="rubric_try"),
+    path(
+        "rubrics/<uuid:rubric_id>/examples/<uuid:example_id>/",
+        examples.rubric_example,
+        name="rubric_example",
+    ),
     path("failures/", failures.failures, name="failures"),
     path("failures/<uuid:rubric_id>/<str:key>/", failures.failures_walk, name="failures_walk"),
 ]

@@ -1,7 +1,8 @@
 """How rubric versions are made (rubrics.services calls these; nothing else should): stable
 criterion keys, the comparison that decides whether a write is a new version, and the version
-row itself. A version freezes the criteria and what the judge sees of a run (judge view and
-token budget)."""
+row itself. A version freezes the criteria, what the judge sees of a run (judge view and
+token budget), the judge instructions and the criteria's graded examples (copied into each
+version; the rubric's draft examples are rows without a version, see ``examples_next``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,14 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from .models import DEFAULT_RUN_TOKEN_BUDGET, Criterion, JudgeView, Rubric, RubricVersion
+from .models import (
+    DEFAULT_RUN_TOKEN_BUDGET,
+    Criterion,
+    CriterionExample,
+    JudgeView,
+    Rubric,
+    RubricVersion,
+)
 
 
 @dataclass(frozen=True)
@@ -19,6 +27,67 @@ class CriterionInput:
     description: str
     required: bool = True
     key: str | None = None
+
+
+@dataclass(frozen=True)
+class ExampleInput:
+    criterion_key: str
+    excerpt: str
+    satisfied: bool
+    reason: str
+    run_id: Any = None
+    created_by_id: Any = None
+
+    @classmethod
+    def of(cls, row: CriterionExample) -> ExampleInput:
+        return cls(
+            row.criterion_key,
+            row.excerpt,
+            row.satisfied,
+            row.reason,
+            row.run_id,
+            row.created_by_id,
+        )
+
+    def taught(self) -> tuple[str, str, bool, str]:
+        """What the judge is shown (who added it, and from which run, is not)."""
+        return (self.criterion_key, self.excerpt, self.satisfied, self.reason)
+
+
+def examples_of(version_id: Any) -> list[ExampleInput]:
+    if version_id is None:
+        return []
+    rows = CriterionExample.objects.filter(version_id=version_id).order_by("position")
+    return [ExampleInput.of(row) for row in rows]
+
+
+def examples_next(rubric: Rubric) -> list[ExampleInput]:
+    """The examples the rubric's next version takes: its draft's when it has one (examples
+    added from reviews or edited in the editor, not yet published), else the current
+    version's."""
+    if not rubric.examples_draft:
+        return examples_of(rubric.current_version_id)
+    rows = CriterionExample.objects.filter(rubric=rubric, version__isnull=True)
+    return [ExampleInput.of(row) for row in rows.order_by("position")]
+
+
+def _copy_examples(version: RubricVersion, examples: Sequence[ExampleInput]) -> None:
+    """The examples of criteria the version has, as its own rows (in order)."""
+    keys = set(version.criteria.values_list("key", flat=True))
+    CriterionExample.objects.bulk_create(
+        CriterionExample(
+            rubric_id=version.rubric_id,
+            version=version,
+            position=i,
+            criterion_key=e.criterion_key,
+            excerpt=e.excerpt,
+            satisfied=e.satisfied,
+            reason=e.reason,
+            run_id=e.run_id,
+            created_by_id=e.created_by_id,
+        )
+        for i, e in enumerate(e for e in examples if e.criterion_key in keys)
+    )
 
 
 def _key_number(key: str) -> int:
@@ -57,10 +126,15 @@ def version_create(
     criteria: Sequence[CriterionInput],
     judge_view: str,
     run_token_budget: int,
+    instructions: str = "",
+    examples: Sequence[ExampleInput] | None = None,
     user=None,
     note: str = "",
 ) -> RubricVersion:
-    """The next version of ``rubric`` (validated input), made its current one."""
+    """The next version of ``rubric`` (validated input), made its current one. ``examples``
+    (None: ``examples_next``) are copied for the criteria the version has."""
+    if examples is None:
+        examples = examples_next(rubric)
     keyed = _assign_keys(rubric, criteria)
     last = rubric.versions.order_by("-number").values_list("number", flat=True).first() or 0
     version = RubricVersion.objects.create(
@@ -68,6 +142,7 @@ def version_create(
         number=last + 1,
         judge_view=judge_view,
         run_token_budget=run_token_budget,
+        instructions=instructions,
         created_by=user,
         note=note[:300],
     )
@@ -81,6 +156,7 @@ def version_create(
         )
         for i, c in enumerate(keyed)
     )
+    _copy_examples(version, examples)
     rubric.current_version = version
     rubric.save(update_fields=["current_version", "updated_at"])
     return version
@@ -111,10 +187,19 @@ def _criteria_of(version: RubricVersion | None) -> list[CriterionInput]:
 
 
 def view_of(version: RubricVersion | None) -> dict[str, Any]:
-    """What the judge sees under ``version``; a first version starts from the defaults."""
+    """What the judge sees under ``version`` and the instructions it is given; a first version
+    starts from the defaults."""
     if version is None:
-        return {"judge_view": JudgeView.FINAL.value, "run_token_budget": DEFAULT_RUN_TOKEN_BUDGET}
-    return {"judge_view": version.judge_view, "run_token_budget": version.run_token_budget}
+        return {
+            "judge_view": JudgeView.FINAL.value,
+            "run_token_budget": DEFAULT_RUN_TOKEN_BUDGET,
+            "instructions": "",
+        }
+    return {
+        "judge_view": version.judge_view,
+        "run_token_budget": version.run_token_budget,
+        "instructions": version.instructions,
+    }
 
 
 def _view_note(old: dict[str, Any], new: dict[str, Any]) -> str:
@@ -124,7 +209,23 @@ def _view_note(old: dict[str, Any], new: dict[str, Any]) -> str:
         parts.append(f"Judge view: {old['judge_view']} → {new['judge_view']}")
     if old["run_token_budget"] != new["run_token_budget"]:
         parts.append(f"Token budget: {old['run_token_budget']:,} → {new['run_token_budget']:,}")
+    if old.get("instructions", "") != new.get("instructions", ""):
+        parts.append("Instructions changed" if new.get("instructions") else "Instructions removed")
     return "; ".join(parts)
+
+
+def _examples_note(old: list[ExampleInput], new: list[ExampleInput]) -> str:
+    if [e.taught() for e in old] == [e.taught() for e in new]:
+        return ""
+    return f"Examples: {len(old)} → {len(new)}" if len(old) != len(new) else "Examples edited"
+
+
+def _draft_clear(rubric: Rubric) -> None:
+    """The draft's examples are now a version's: the draft follows the current version."""
+    if rubric.examples_draft:
+        CriterionExample.objects.filter(rubric=rubric, version__isnull=True).delete()
+        Rubric.objects.filter(pk=rubric.pk).update(examples_draft=False)
+        rubric.examples_draft = False
 
 
 def version_if_changed(
@@ -133,14 +234,21 @@ def version_if_changed(
     criteria: Sequence[CriterionInput] | None,
     judge_view: str | None,
     run_token_budget: int | None,
+    instructions: str | None = None,
     user=None,
     note: str = "",
 ) -> tuple[RubricVersion, bool]:
     """A new version unless ``criteria`` (None: the current ones, keys kept), ``judge_view``
-    and ``run_token_budget`` (None: the current ones) are the current version's; returns
-    (version, created). Without a note, a change of view or budget is its note. Serialised on
-    the rubric's row."""
-    given = {"judge_view": judge_view, "run_token_budget": run_token_budget}
+    ``run_token_budget`` and ``instructions`` (None: the current ones) are the current
+    version's and the draft's examples (``examples_next``) are its examples; returns
+    (version, created). A new version takes the draft's examples, and the draft is cleared.
+    Without a note, a change of view, budget, instructions or examples is its note.
+    Serialised on the rubric's row."""
+    given = {
+        "judge_view": judge_view,
+        "run_token_budget": run_token_budget,
+        "instructions": instructions,
+    }
     for attempt in range(3):
         try:
             with transaction.atomic():
@@ -149,14 +257,19 @@ def version_if_changed(
                 wanted = criteria if criteria is not None else _criteria_of(current)
                 old = view_of(current)
                 new = old | {k: v for k, v in given.items() if v is not None}
-                if _same_criteria(current, wanted) and old == new:
+                examples = examples_next(locked)
+                had = examples_of(locked.current_version_id)
+                taught_note = _examples_note(had, examples)
+                if _same_criteria(current, wanted) and old == new and not taught_note:
                     return current, False  # type: ignore[return-value]
                 if current is not None:
-                    note = note or _view_note(old, new)
+                    note = note or "; ".join(p for p in (_view_note(old, new), taught_note) if p)
                 version = version_create(
-                    rubric=locked, criteria=wanted, user=user, note=note, **new
+                    rubric=locked, criteria=wanted, user=user, note=note, examples=examples, **new
                 )
+                _draft_clear(locked)
                 rubric.current_version = version
+                rubric.examples_draft = False
                 return version, True
         except IntegrityError:
             # Two editors saved at once on SQLite (no row locks): take the next number.

@@ -21,6 +21,12 @@ from teams.access import TeamRequest, editor_required, team_object_or_404, team_
 from teams.selectors import judge_connections_list
 
 from .. import selectors
+from ..examples import (
+    MAX_EXCERPT_CHARS,
+    MAX_REASON_CHARS,
+    examples_limit,
+    examples_pending,
+)
 from ..forms import (
     CriteriaFormSet,
     DraftMetaForm,
@@ -147,6 +153,7 @@ def _editor_context(request: TeamRequest, rubric: Rubric, **overrides: Any) -> d
     current = selectors.version_criteria(version_id=rubric.current_version_id)
     versions = rubric_stats.rubric_versions(rubric=rubric)
     old, new = _diff_numbers(request, versions)
+    old_version, new_version = _version_numbered(versions, old), _version_numbered(versions, new)
     diff = selectors.rubric_version_diff(rubric=rubric, old_number=old, new_number=new)
     context: dict[str, Any] = {
         "rubric": rubric,
@@ -160,9 +167,9 @@ def _editor_context(request: TeamRequest, rubric: Rubric, **overrides: Any) -> d
         "formset": draft_formset(draft_rows_from_version(current)),
         "meta": DraftMetaForm(),
         "view_form": DraftViewForm.posted({}, rubric.current_version),
-        "view_diff": selectors.version_view_diff(
-            old=_version_numbered(versions, old), new=_version_numbered(versions, new)
-        ),
+        "view_diff": selectors.version_view_diff(old=old_version, new=new_version)
+        + selectors.version_examples_diff(old=old_version, new=new_version),
+        **_examples_context(rubric, current),
         "settings_form": RubricSettingsForm.for_rubric(
             rubric, connections=judge_connections_list(team=request.team)
         ),
@@ -170,6 +177,21 @@ def _editor_context(request: TeamRequest, rubric: Rubric, **overrides: Any) -> d
     }
     context.update(overrides)
     return context
+
+
+def _examples_context(rubric: Rubric, criteria: list[Any]) -> dict[str, Any]:
+    """The draft's graded examples, each with its criterion's wording."""
+    described = {c.key: c.description for c in criteria}
+    examples = selectors.examples_draft_rows(rubric=rubric)
+    for example in examples:
+        example.criterion_description = described.get(example.criterion_key, "")  # type: ignore[attr-defined]
+    return {
+        "examples": examples,
+        "examples_pending": examples_pending(rubric=rubric),
+        "examples_limit": examples_limit(),
+        "excerpt_max": MAX_EXCERPT_CHARS,
+        "reason_max": MAX_REASON_CHARS,
+    }
 
 
 def _version_numbered(versions: list[rubric_stats.VersionRow], number: int) -> Any:
@@ -239,9 +261,11 @@ def _render_editor(
 ) -> HttpResponse:
     context = _editor_context(request, rubric, **parts)
     if rows is not None:
-        context["dirty"] = draft_differs(rows, context["current_criteria"]) or context[
-            "view_form"
-        ].differs(rubric.current_version)
+        context["dirty"] = (
+            draft_differs(rows, context["current_criteria"])
+            or context["view_form"].differs(rubric.current_version)
+            or context["examples_pending"]
+        )
     template = "rubrics/rubric_detail.html"
     if request.htmx:
         template += "#criteria-editor"
@@ -268,6 +292,7 @@ def _save(
             note=meta.cleaned_data.get("note", ""),
             judge_view=view_form.cleaned_data["judge_view"],
             run_token_budget=view_form.cleaned_data["run_token_budget"],
+            instructions=view_form.cleaned_data["instructions"],
         )
     except RubricValidationError as exc:
         rest = view_form.take_service_errors(exc)
@@ -278,7 +303,8 @@ def _save(
     else:
         messages.info(
             request,
-            "No changes: the criteria and what the judge sees are the same as the current version.",
+            "No changes: the criteria, what the judge sees, the instructions and the examples "
+            "are the same as the current version.",
         )
     url = reverse("rubric_detail", args=[rubric.id])
     if created and version.number > 1:

@@ -21,11 +21,12 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from rubrics.judging import judge_for
-from rubrics.selectors import version_criteria
+from rubrics.selectors import version_criteria, version_examples
 from runs.judge_runtime import claim_room, run_judged
 from runs.scoring import (
     AlignmentScorer,
     AlignmentWeights,
+    Example,
     JudgeConfig,
     JudgeError,
     PermanentJudgeError,
@@ -38,7 +39,6 @@ from runs.scoring import Criterion as CriterionSpec
 from runs.scoring.fairshare import TENANT
 from runs.scoring.redact import internal_error, new_ref, tenant_error
 from runs.scoring.render import RunView
-from runs.scoring.rubric import key_for
 from teams.selectors import judge_connections_by_id
 
 from ..models import AgentRun, CriterionVerdict, Evaluation, Kind, Status
@@ -68,6 +68,8 @@ class Plan:
     criteria: list[CriterionSpec] = field(default_factory=list)
     criteria_ids: dict[str, Any] = field(default_factory=dict)
     reuse: dict[str, PriorVerdict] = field(default_factory=dict)
+    instructions: str = ""  # the rubric version's judge instructions and graded examples
+    examples: tuple[Example, ...] = ()
 
 
 class Claim(NamedTuple):
@@ -147,7 +149,8 @@ def _plans(evaluations: list[Evaluation]) -> list[Plan]:
         )
         if evaluation.kind == Kind.RUBRIC:
             criteria, criteria_ids = _criteria(evaluation)
-            plans.append(Plan(judge, shown, criteria, criteria_ids))
+            instructions, examples = _taught(evaluation)
+            plans.append(Plan(judge, shown, criteria, criteria_ids, {}, instructions, examples))
         else:
             plans.append(Plan(judge, shown))
     reuse = _reusable(list(zip(evaluations, plans, strict=True)))
@@ -188,6 +191,33 @@ def _criterion_specs(version_id: Any) -> tuple[tuple[CriterionSpec, ...], dict[s
     return specs, {c.key: c.id for c in rows}
 
 
+def _taught(evaluation: Evaluation) -> tuple[str, tuple[Example, ...]]:
+    version = evaluation.rubric_version
+    if version is None:
+        return "", ()
+    return version.instructions, _version_examples(version.pk)
+
+
+@lru_cache(maxsize=1024)
+def _version_examples(version_id: Any) -> tuple[Example, ...]:
+    rows = version_examples(version_id=version_id)
+    return tuple(Example(e.criterion_key, e.excerpt, e.satisfied, e.reason) for e in rows)
+
+
+def _scorer(
+    judge: JudgeConfig, criteria: Any, scale: float, strategy: str, instructions: str, examples: Any
+) -> RubricScorer:
+    return RubricScorer(
+        judge=judge,
+        criteria=criteria,
+        scale=scale,
+        strategy="independent" if strategy == "independent" else "batched",
+        instructions=instructions,
+        examples=examples,
+        max_examples_per_criterion=settings.EVALSITE_MAX_EXAMPLES_PER_CRITERION,
+    )
+
+
 def _reusable(items: list[tuple[Evaluation, Plan]]) -> dict[Any, dict[str, PriorVerdict]]:
     """Stored verdicts each rubric evaluation may reuse (same judge, prompt version, criterion
     and texts: runs.scoring.verdict_key), by evaluation id; one query for all of them."""
@@ -196,10 +226,9 @@ def _reusable(items: list[tuple[Evaluation, Plan]]) -> dict[Any, dict[str, Prior
         if evaluation.kind != Kind.RUBRIC or evaluation.force or not plan.criteria:
             continue
         assert plan.shown is not None  # rendered for every claimed evaluation
-        keys_of[evaluation.id] = (
-            evaluation.team_id,
-            [key_for(plan.judge, c.description, plan.shown) for c in plan.criteria],
-        )
+        scorer = _scorer(plan.judge, plan.criteria, 1, "", plan.instructions, plan.examples)
+        keys = scorer.verdict_keys(plan.criteria, plan.shown)
+        keys_of[evaluation.id] = (evaluation.team_id, list(keys.values()))
     if not keys_of:
         return {}
     rows = (
@@ -242,17 +271,14 @@ def rubric_scoring(
     view: str = "final",
     token_budget: int | None = None,
     shown: RunView | None = None,
+    instructions: str = "",
+    examples: Any = (),
 ) -> Coroutine[Any, Any, Any]:
     """The rubric scorer's coroutine for one stored run in a judge view: a worker's
     evaluation (``shown``: the run already rendered), or the editor's "try it" (which reuses
     nothing)."""
     shown = shown or run_rendered(run, model=judge.model, view=view, budget=token_budget)
-    scorer = RubricScorer(
-        judge=judge,
-        criteria=criteria,
-        scale=scale,
-        strategy="independent" if strategy == "independent" else "batched",
-    )
+    scorer = _scorer(judge, criteria, scale, strategy, instructions, examples)
     return scorer.ascore(
         request_context=run.request_context,
         metadata=run.metadata,
@@ -350,6 +376,8 @@ async def _score(claim: Claim) -> Any:
             strategy=evaluation.strategy,
             reuse=plan.reuse,
             shown=plan.shown,
+            instructions=plan.instructions,
+            examples=plan.examples,
         )
     return await _score_alignment(evaluation, plan.judge, plan.shown)
 
