@@ -1,6 +1,6 @@
 from django.apps import AppConfig
 
-from runs.hooks import result_adjuster_register
+from runs.hooks import batch_ended_register, result_adjuster_register
 
 
 class ReviewsConfig(AppConfig):
@@ -14,3 +14,8 @@ class ReviewsConfig(AppConfig):
 
         # A run refresh (runs.services.run_state) lets human labels adjust the run's result.
         result_adjuster_register(review_results_refresh)
+
+        from .services.gate import gate_on_batch_end
+
+        # A comparison's batch ended: a publishing gate waiting on it is decided.
+        batch_ended_register(gate_on_batch_end)

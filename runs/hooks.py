@@ -26,3 +26,20 @@ def result_adjuster_register(adjust: ResultAdjuster) -> None:
 
 def result_adjusters() -> tuple[ResultAdjuster, ...]:
     return tuple(_result_adjusters)
+
+
+BatchEnded = Callable[[Any], None]
+"""Takes the id of a re-score batch that just ended (after the ending transaction commits)."""
+
+_batch_ended: list[BatchEnded] = []
+
+
+def batch_ended_register(hook: BatchEnded) -> None:
+    """Every re-score batch that ends (runs.services.rescore_dispatch) is passed to ``hook``,
+    once, after commit: reviews settles a publishing gate whose comparison it belonged to."""
+    if hook not in _batch_ended:
+        _batch_ended.append(hook)
+
+
+def batch_ended_hooks() -> tuple[BatchEnded, ...]:
+    return tuple(_batch_ended)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from celery import signature
@@ -17,6 +18,7 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from ..hooks import batch_ended_hooks
 from ..models import PENDING_STATUSES, AgentRun, BatchStatus, Evaluation, RescoreBatch, Status
 from .evaluations import evaluations_enqueue
 from .notify import evaluations_ended
@@ -85,6 +87,8 @@ def batch_finish_if_done(*, batch_id: Any) -> bool:
         RescoreBatch.objects.filter(pk=batch_id, started_at__isnull=True).update(started_at=now)
         if ended:
             transaction.on_commit(lambda: _send_webhook(batch_id), robust=True)
+            for hook in batch_ended_hooks():  # e.g. a comparison's publishing gate (reviews)
+                transaction.on_commit(partial(hook, batch_id), robust=True)
     return True
 
 
