@@ -25,6 +25,15 @@ from rubrics.selectors import rubric_get
 from teams.api import Caller, caller, editor
 
 from . import selectors, services
+from .outputs import (
+    agreement_item_out,
+    calibration_out,
+    disputed_out,
+    override_out,
+    reviewer_agreement_out,
+    run_review_out,
+    verdict_out,
+)
 from .schemas import (
     AgreementOut,
     AlignmentOverrideIn,
@@ -37,10 +46,6 @@ from .schemas import (
     OverrideResultOut,
     RevertIn,
     RunReviewOut,
-    agreement_item_out,
-    calibration_out,
-    override_out,
-    run_review_out,
 )
 from .services import Reviewer, ReviewValidationError
 
@@ -79,8 +84,22 @@ def _result(run: Any) -> dict[str, Any]:
     return {"passed": run.passed, "score": run.score, "alignment_score": run.alignment_score}
 
 
+def _criterion_state(row: Any, run: Any) -> dict[str, Any] | None:
+    """A criterion change: that criterion's majority, dispute and reviewers afterwards."""
+    if not hasattr(row, "criterion_key"):
+        return None
+    view = selectors.run_review_get(run=run, rubric_id=row.rubric_id, history=False)
+    found = [v for v in view.verdicts if v.verdict.key == row.criterion_key]
+    return verdict_out(found[0]) if found else None
+
+
 def _change_answer(change: services.LabelChange, run: Any) -> Status:
-    body = {"created": change.created, "override": override_out(change.row), "run": _result(run)}
+    body = {
+        "created": change.created,
+        "override": override_out(change.row),
+        "run": _result(run),
+        "verdict": _criterion_state(change.row, run),
+    }
     return Status(201 if change.created else 200, body)
 
 
@@ -199,19 +218,28 @@ def agreement(
     version: int | None = Query(None, ge=1, le=2_147_483_647, description="Default: current"),
 ):
     """Per criterion of a version: labelled verdicts, agreement (0–1), Cohen's kappa, TPR,
-    TNR and the confusion matrix. Positive = satisfied; the human label is the truth. With no
-    labels the figures are null; when judge and humans used one single class throughout,
-    kappa is 1.0 (perfect agreement) by convention."""
+    TNR and the confusion matrix. Positive = satisfied; the human label (the majority of the
+    reviewers' latest verdicts) is the truth. With no labels the figures are null; when judge
+    and humans used one single class throughout, kappa is 1.0 (perfect agreement) by
+    convention. `reviewers`: agreement between reviewers (Cohen's kappa for two, Fleiss' for
+    more); `disputed`: runs whose reviewers tie on a criterion."""
     found = _rubric_or_404(caller(request), rubric)
     chosen = selectors.version_pick(rubric=found, number=version)
     if version is not None and chosen is None:
         raise Http404(f"The rubric has no version {version}")
     report = selectors.rubric_agreement(rubric=found, version=chosen)
+    reviewers = selectors.reviewer_agreement(report=report)
     return {
         "rubric_id": found.pk,
         "version": chosen.number if chosen else None,
         "kappa_threshold": report.threshold,
-        "criteria": [agreement_item_out(c) for c in report.criteria],
+        "criteria": [
+            agreement_item_out(c)
+            | {"reviewers": reviewer_agreement_out(reviewers.criteria.get(c.criterion_id))}
+            for c in report.criteria
+        ],
+        "disputed": [disputed_out(d) for d in reviewers.disputed],
+        "disputed_total": reviewers.disputed_total,
     }
 
 

@@ -8,6 +8,7 @@ are the engine's own (runs.scoring), applied in reviews/services/refresh.py.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -22,7 +23,8 @@ class EffectiveVerdict:
     description: str
     required: bool
     judge: bool
-    human: bool | None  # None: nobody labelled this wording on this run
+    human: bool | None  # None: nobody labelled this wording on this run, or its reviewers tie
+    disputed: bool = False  # reviewers' latest verdicts tie: shown as "disputed"
 
     @property
     def satisfied(self) -> bool:
@@ -31,3 +33,17 @@ class EffectiveVerdict:
     @property
     def overridden(self) -> bool:
         return self.human is not None and self.human != self.judge
+
+
+def majority(votes: Iterable[bool]) -> bool | None:
+    """The human label from reviewers' latest verdicts: the verdict most of them gave; None
+    when nobody voted or the votes tie (a tie counts as unlabelled)."""
+    values = list(votes)
+    yes = sum(values)
+    no = len(values) - yes
+    return None if yes == no else yes > no
+
+
+def tied(votes: Iterable[bool]) -> bool:
+    values = list(votes)
+    return bool(values) and majority(values) is None

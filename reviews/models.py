@@ -1,9 +1,11 @@
 """Human review of judge verdicts: labels, their append-only history, review state, calibration.
 
 A *label* is a reviewer's verdict on one criterion wording of one run (positive = satisfied).
-It lives in two tables: ``VerdictOverride`` rows are the history (who, when, from, to, note;
-never updated or deleted) and ``VerdictLabel`` holds the label in effect, which the services
-rewrite in the same transaction as each history row. The judge's verdict stays untouched on
+It lives in three tables: ``VerdictOverride`` rows are the history (who, when, from, to, note;
+never updated or deleted), ``ReviewerLabel`` holds each reviewer's latest verdict, and
+``VerdictLabel`` the label in effect: the majority of the reviewers' latest verdicts (no row
+on a tie: the criterion is *disputed* and counts as unlabelled). The services rewrite both in
+the same transaction as each history row. The judge's verdict stays untouched on
 ``runs.CriterionVerdict.satisfied``, so verdict reuse only ever copies judge verdicts.
 Alignment dimension scores work the same way (``AlignmentOverride`` / ``AlignmentLabel``).
 """
@@ -65,6 +67,9 @@ class VerdictOverride(Actor):
     # SHA-256 of the criterion's wording: a label answers one wording, not a later rewording.
     text_hash = models.CharField(max_length=64)
     description = models.TextField()
+    # Whose verdict this row changes ("user:<id>", "key:<id>"): a revert changes the verdict of
+    # the reviewer it reverts, whoever presses the button.
+    reviewer_key = models.CharField(max_length=64, default="")
     # The evaluation whose verdict the reviewer saw (kept if the evaluation row goes).
     evaluation = models.ForeignKey(
         Evaluation, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -101,8 +106,42 @@ class VerdictOverride(Actor):
         return f"{self.action} {self.criterion_key} on {self.run_id} by {self.actor_name}"
 
 
+class ReviewerLabel(models.Model):
+    """One reviewer's latest verdict on one criterion wording of one run."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    run = models.ForeignKey(AgentRun, on_delete=models.CASCADE, related_name="reviewer_labels")
+    rubric = models.ForeignKey(Rubric, on_delete=models.CASCADE, related_name="+")
+    criterion_key = models.CharField(max_length=32)
+    text_hash = models.CharField(max_length=64)
+    description = models.TextField()
+    reviewer_key = models.CharField(max_length=64)
+    satisfied = models.BooleanField()
+    note = models.TextField(blank=True)
+    # The reviewer's change in effect (what "revert" undoes); it names the reviewer.
+    source = models.ForeignKey(VerdictOverride, on_delete=models.PROTECT, related_name="+")
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "rubric", "criterion_key", "text_hash", "reviewer_key"],
+                name="reviewer_label_unique",
+            ),
+        ]
+        indexes = [
+            # Inter-reviewer agreement, disputed runs and the second-opinion queue of a rubric.
+            models.Index(fields=["rubric", "reviewer_key"], name="rlabel_rubric_reviewer"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.reviewer_key}: {self.criterion_key}={self.satisfied} on {self.run_id}"
+
+
 class VerdictLabel(models.Model):
-    """The human label in effect for one criterion wording on one run."""
+    """The human label in effect for one criterion wording on one run: the majority of the
+    reviewers' latest verdicts (ReviewerLabel). ``source`` is the newest change on its side."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
@@ -214,6 +253,10 @@ class RunReview(models.Model):
     reviewed_at = models.DateTimeField(null=True, blank=True)
     labelled = models.PositiveIntegerField(default=0)
     overridden = models.PositiveIntegerField(default=0)
+    # Reviewers with a verdict on the current verdicts, and criteria whose reviewers tie: the
+    # second-opinion queue is runs with one reviewer or a dispute.
+    reviewers = models.PositiveIntegerField(default=0)
+    disputed = models.PositiveIntegerField(default=0)
     golden = models.BooleanField(default=False)
     golden_at = models.DateTimeField(null=True, blank=True)
     # A reviewer's claim: nobody else is handed this run until the lease runs out.

@@ -1,8 +1,5 @@
-"""The review API's schemas, and the functions that fill them from the selectors' views.
-
-Inputs forbid extra fields; outputs are built from rows and reports fetched by
-reviews.selectors (the operations in reviews.api call these builders).
-"""
+"""The review API's schemas. Inputs forbid extra fields; outputs are filled from the
+selectors' views by reviews/outputs.py."""
 
 from __future__ import annotations
 
@@ -12,8 +9,6 @@ from uuid import UUID
 
 from ninja import Field, Schema
 from pydantic import ConfigDict, StrictBool
-
-from . import selectors
 
 DimensionChoice = Literal["intent", "requirements", "completeness", "appropriateness"]
 PerspectiveChoice = Literal["user", "system"]
@@ -84,10 +79,12 @@ class ResultOut(Schema):
     alignment_score: float | None
 
 
-class OverrideResultOut(Schema):
-    created: bool = Field(description="False: the label already said this; nothing was written")
-    override: OverrideOut
-    run: ResultOut = Field(description="The run's human-adjusted result after the change")
+class ReviewerVerdictOut(Schema):
+    reviewer: str
+    satisfied: bool = Field(description="This reviewer's latest verdict")
+    note: str
+    change_id: UUID = Field(description="This reviewer's change in effect (revert it to undo)")
+    updated_at: datetime
 
 
 class ReviewedVerdictOut(Schema):
@@ -95,12 +92,27 @@ class ReviewedVerdictOut(Schema):
     description: str
     required: bool
     judge_satisfied: bool
-    human_satisfied: bool | None = Field(description="Null: not labelled for this wording")
+    human_satisfied: bool | None = Field(
+        description="The majority of the reviewers' verdicts; null: not labelled for this wording, or disputed"
+    )
+    disputed: bool = Field(description="The reviewers' latest verdicts tie")
     satisfied: bool = Field(description="The effective verdict: the human's when labelled")
     overridden: bool
     note: str
     reasoning: str = Field(description="The judge's reasoning")
-    change_id: UUID | None = Field(description="The change in effect (revert it to undo)")
+    change_id: UUID | None = Field(
+        description="The newest change on the majority's side (revert it to undo)"
+    )
+    reviews: list[ReviewerVerdictOut] = Field(description="Each reviewer's latest verdict")
+
+
+class OverrideResultOut(Schema):
+    created: bool = Field(description="False: the label already said this; nothing was written")
+    override: OverrideOut
+    run: ResultOut = Field(description="The run's human-adjusted result after the change")
+    verdict: ReviewedVerdictOut | None = Field(
+        None, description="A criterion change: the criterion's majority, dispute and reviewers"
+    )
 
 
 class DimensionOut(Schema):
@@ -144,6 +156,24 @@ class CriterionAgreementOut(Schema):
     tnr: float | None
     confusion: ConfusionOut
     flagged: bool = Field(description="Kappa below the team's threshold")
+    reviewers: ReviewerAgreementOut | None = None
+
+
+class ReviewerAgreementOut(Schema):
+    items: int = Field(description="Runs with verdicts from at least two reviewers")
+    reviewers: int
+    method: Literal["cohen", "fleiss"] | None = Field(
+        description="Cohen's kappa for two reviewers, Fleiss' for more; null: nothing to compare"
+    )
+    kappa: float | None
+
+
+class DisputedOut(Schema):
+    run_id: UUID
+    external_id: str
+    criterion_id: str
+    satisfied: int = Field(description="Reviewers saying satisfied")
+    not_satisfied: int
 
 
 class AgreementOut(Schema):
@@ -151,6 +181,8 @@ class AgreementOut(Schema):
     version: int | None
     kappa_threshold: float
     criteria: list[CriterionAgreementOut]
+    disputed: list[DisputedOut] = Field(description="Disputed runs, newest first (at most 50)")
+    disputed_total: int
 
 
 class GoldenRunIn(Schema):
@@ -215,137 +247,3 @@ class GoldenOut(Schema):
     run_id: UUID
     rubric_id: UUID
     golden: bool
-
-
-# --- Output builders --------------------------------------------------------------------------
-
-
-def override_out(row: Any) -> dict[str, Any]:
-    alignment = getattr(row, "is_alignment", hasattr(row, "dimension"))
-    return {
-        "id": row.pk,
-        "kind": "alignment" if alignment else "criterion",
-        "action": row.action,
-        "criterion_id": None if alignment else row.criterion_key,
-        "description": None if alignment else row.description,
-        "perspective": row.perspective if alignment else None,
-        "dimension": row.dimension if alignment else None,
-        "judge_satisfied": None if alignment else row.judge_satisfied,
-        "from_satisfied": None if alignment else row.from_satisfied,
-        "to_satisfied": None if alignment else row.to_satisfied,
-        "judge_score": row.judge_score if alignment else None,
-        "from_score": row.from_score if alignment else None,
-        "to_score": row.to_score if alignment else None,
-        "note": row.note,
-        "reviewer": row.actor_name,
-        "reverts": row.reverts_id,
-        "reverted": getattr(row, "reverted", False),
-        "created_at": row.created_at,
-    }
-
-
-def run_review_out(view: selectors.RunReviewView) -> dict[str, Any]:
-    e, a, run = view.evaluation, view.alignment_evaluation, view.run
-    return {
-        "run_id": run.pk,
-        "rubric_id": e.rubric_id if e else None,
-        "rubric_version": e.rubric_version.number if e and e.rubric_version else None,
-        "judge": {
-            "passed": e.passed if e else None,
-            "score": e.score if e else None,
-            "alignment_score": a.score if a else None,
-        },
-        "effective": {
-            "passed": run.passed,
-            "score": run.score,
-            "alignment_score": run.alignment_score,
-        },
-        "reviewed": bool(view.review and view.review.reviewed_at),
-        "golden": bool(view.review and view.review.golden),
-        "verdicts": [
-            {
-                "criterion_id": v.verdict.key,
-                "description": v.verdict.description,
-                "required": v.verdict.required,
-                "judge_satisfied": v.verdict.judge,
-                "human_satisfied": v.verdict.human,
-                "satisfied": v.verdict.satisfied,
-                "overridden": v.verdict.overridden,
-                "note": v.note,
-                "reasoning": v.reasoning,
-                "change_id": v.label_source_id,
-            }
-            for v in view.verdicts
-        ],
-        "alignment": [
-            {
-                "perspective": d.perspective,
-                "dimension": d.dimension,
-                "weight": d.weight,
-                "judge_score": d.judge,
-                "human_score": d.human,
-                "score": d.effective,
-                "note": d.note,
-                "change_id": d.label_source_id,
-            }
-            for d in view.dimensions
-        ],
-        "history": [override_out(row) for row in view.history],
-    }
-
-
-def agreement_item_out(c: Any) -> dict[str, Any]:
-    s = c.stats
-    return {
-        "criterion_id": c.criterion_id,
-        "description": c.description,
-        "labelled": s.labelled,
-        "agreement": s.agreement,
-        "kappa": s.kappa,
-        "tpr": s.tpr,
-        "tnr": s.tnr,
-        "confusion": s.confusion.as_dict(),
-        "flagged": c.flagged,
-    }
-
-
-def calibration_out(report: Any) -> dict[str, Any]:
-    cal = report.calibration
-    golden = isinstance(report, selectors.GoldenReport)
-    criteria = []
-    for c in report.criteria:
-        if golden:
-            item = agreement_item_out(c) | {
-                "reworded": c.reworded,
-                "compared": c.compared,
-                "flipped": len(c.flips),
-                "flip_rate": len(c.flips) / c.compared if c.compared else None,
-            }
-        else:
-            item = {
-                "criterion_id": c.criterion_id,
-                "description": c.description,
-                "compared": c.compared,
-                "flipped": c.flipped,
-                "flip_rate": c.flip_rate,
-                "flagged": c.flaky,
-            }
-        criteria.append(item)
-    return {
-        "id": cal.pk,
-        "kind": cal.kind,
-        "rubric_id": cal.rubric_id,
-        "version": cal.version.number if cal.version else None,
-        "baseline_version": cal.baseline_version.number if cal.baseline_version else None,
-        "judge_model": cal.judge_model,
-        "repeats": cal.repeats,
-        "runs": report.runs,
-        "created_at": cal.created_at,
-        "progress": {
-            "total": report.progress.total,
-            "finished": report.progress.finished,
-            "failed": report.progress.failed,
-            "done": report.progress.done,
-        },
-        "criteria": criteria,
-    }

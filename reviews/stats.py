@@ -20,13 +20,20 @@ Degenerate cases, by convention:
   judge that says "satisfied" to everything while humans also mostly say so) and negative
   when it agrees worse than chance.
 
+Between reviewers (no truth, only raters): Cohen's kappa when exactly two reviewers labelled
+the items, Fleiss' kappa when more did (``fleiss_kappa``). Fleiss (1971) assumes every item
+has the same number of ratings; here items may have two, three or more, so each item's
+agreement P_i uses its own n_i and the category shares p_j are taken over all ratings — with
+equal n_i this is exactly Fleiss' formula. P̄e = 1 (everyone used one category) is kappa 1.0,
+as above.
+
 Figures are computed with exact fractions and converted to floats at the end, so they match
 hand-computed examples exactly.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -111,3 +118,22 @@ def flip_rate(verdict_sets: Iterable[Iterable[bool]]) -> tuple[int, int, float |
         compared += 1
         flipped += len(set(values)) > 1
     return compared, flipped, _float(_ratio(flipped, compared))
+
+
+def fleiss_kappa(table: Sequence[Sequence[int]]) -> float | None:
+    """Fleiss' kappa of a subjects × categories table of rating counts (row i, column j: how
+    many raters put item i in category j). Items with fewer than two ratings are ignored;
+    None when no item is left."""
+    rows = [row for row in table if sum(row) >= 2]
+    if not rows:
+        return None
+    total = sum(sum(row) for row in rows)
+    shares = [Fraction(sum(row[j] for row in rows), total) for j in range(len(rows[0]))]
+    per_item = [
+        Fraction(sum(c * c for c in row) - sum(row), sum(row) * (sum(row) - 1)) for row in rows
+    ]
+    observed = sum(per_item, Fraction(0)) / len(rows)
+    expected = sum((p * p for p in shares), Fraction(0))
+    if expected == 1:
+        return 1.0
+    return float((observed - expected) / (1 - expected))

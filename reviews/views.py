@@ -121,7 +121,9 @@ def queue_next(request: HttpRequest, rubric_id: Any) -> HttpResponse:
 def _review_context(
     request: HttpRequest, rubric: Rubric, run: AgentRun, **extra: Any
 ) -> dict[str, Any]:
-    view = selectors.run_review_get(run=run, rubric_id=rubric.pk)
+    view = selectors.run_review_get(
+        run=run, rubric_id=rubric.pk, reviewer_key=Reviewer(user=request.user).key
+    )
     if view.evaluation is None:
         raise Http404("This run has no judged result for this rubric")
     newer, older = selectors.queue_neighbours(rubric=rubric, run=run)
@@ -290,6 +292,7 @@ def _version(request: HttpRequest, rubric: Rubric) -> RubricVersion | None:
 def agreement(request: HttpRequest, rubric_id: Any) -> HttpResponse:
     rubric = _rubric_or_404(request, rubric_id)
     report = selectors.rubric_agreement(rubric=rubric, version=_version(request, rubric))
+    reviewers = selectors.reviewer_agreement(report=report)
     versions = list(
         RubricVersion.objects.filter(rubric=rubric)
         .order_by("-number")
@@ -298,7 +301,7 @@ def agreement(request: HttpRequest, rubric_id: Any) -> HttpResponse:
     return render(
         request,
         "reviews/agreement.html",
-        {"rubric": rubric, "report": report, "versions": versions},
+        {"rubric": rubric, "report": report, "reviewers": reviewers, "versions": versions},
     )
 
 

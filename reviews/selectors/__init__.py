@@ -32,14 +32,18 @@ from .review import (
     team_run_get,
     verdict_override_get,
 )
+from .reviewers import DisputedRun, ReviewerAgreement, ReviewerReport, reviewer_agreement
 
 __all__ = [
     "AgreementReport",
     "ConsistencyReport",
     "CriterionAgreement",
+    "DisputedRun",
     "GoldenReport",
     "QueueFilters",
     "QueuePage",
+    "ReviewerAgreement",
+    "ReviewerReport",
     "RunReviewView",
     "alignment_override_get",
     "calibration_get",
@@ -57,6 +61,7 @@ __all__ = [
     "queue_runs",
     "review_export_rows",
     "review_queue",
+    "reviewer_agreement",
     "rubric_agreement",
     "run_history",
     "run_review_get",

@@ -20,11 +20,14 @@ class QueueFilters:
     gave one criterion wording of the run both verdicts across its judgements (re-scores,
     consistency checks, other judge models) — the judge reports no confidence of its own, so
     disagreeing with itself is the signal we have. ``poor_agreement``: a current verdict of
-    the run is on a criterion flagged for low judge–human kappa and is not labelled yet."""
+    the run is on a criterion flagged for low judge–human kappa and is not labelled yet.
+    ``second_opinion``: the run needs another reviewer — one reviewer labelled it, or its
+    reviewers dispute a criterion (their verdicts tie)."""
 
     failing: bool = False
     low_confidence: bool = False
     poor_agreement: bool = False
+    second_opinion: bool = False
 
     @classmethod
     def from_query(cls, query: Any) -> QueueFilters:
@@ -60,6 +63,8 @@ def queue_runs(
         qs = qs.filter(pk__in=_unstable_runs(rubric))
     if filters.poor_agreement:
         qs = qs.filter(pk__in=_runs_on_criteria(rubric, flagged_keys or []))
+    if filters.second_opinion:
+        qs = qs.filter(Q(rv__reviewers=1) | Q(rv__disputed__gt=0))
     return qs.order_by(F("rv__reviewed_at").asc(nulls_first=True), "-created_at", "-id")
 
 
@@ -91,6 +96,8 @@ class QueueItem:
     overridden: int
     golden: bool
     claimed_by: str | None  # username of an unexpired claim
+    reviewers: int = 0
+    disputed: int = 0
 
 
 @dataclass(frozen=True)
@@ -123,6 +130,8 @@ def review_queue(
         rv_golden=F("rv__golden"),
         rv_claimed=F("rv__claimed_by__username"),
         rv_claim_expires=F("rv__claim_expires_at"),
+        rv_reviewers=F("rv__reviewers"),
+        rv_disputed=F("rv__disputed"),
     )[(page - 1) * QUEUE_PAGE : page * QUEUE_PAGE]
     items = [
         QueueItem(
@@ -132,6 +141,8 @@ def review_queue(
             overridden=r.rv_overridden or 0,
             golden=bool(r.rv_golden),
             claimed_by=r.rv_claimed if r.rv_claim_expires and r.rv_claim_expires > now else None,
+            reviewers=r.rv_reviewers or 0,
+            disputed=r.rv_disputed or 0,
         )
         for r in rows
     ]

@@ -10,8 +10,15 @@ from django.db.models import QuerySet
 from runs.models import AgentRun, AlignmentBreakdown, CriterionVerdict, Evaluation, Kind
 from runs.scoring import DIMENSIONS
 
-from ..effective import EffectiveVerdict, text_hash
-from ..models import AlignmentLabel, AlignmentOverride, RunReview, VerdictLabel, VerdictOverride
+from ..effective import EffectiveVerdict, majority, text_hash
+from ..models import (
+    AlignmentLabel,
+    AlignmentOverride,
+    ReviewerLabel,
+    RunReview,
+    VerdictLabel,
+    VerdictOverride,
+)
 
 
 def current_rubric_evaluation(*, run: AgentRun, rubric_id: Any = None) -> Evaluation | None:
@@ -38,14 +45,34 @@ def current_alignment_evaluation(*, run: AgentRun) -> Evaluation | None:
 
 
 @dataclass(frozen=True)
+class Vote:
+    """One reviewer's latest verdict on a criterion."""
+
+    reviewer_key: str
+    reviewer: str
+    satisfied: bool
+    note: str
+    change_id: Any  # the reviewer's change in effect
+    updated_at: Any
+
+
+@dataclass(frozen=True)
 class VerdictRow:
-    """One criterion as a reviewer sees it: the judge's verdict and reasoning, the label."""
+    """One criterion as a reviewer sees it: the judge's verdict and reasoning, the label (the
+    majority of ``votes``, the reviewers' own verdicts)."""
 
     verdict: EffectiveVerdict
     reasoning: str
     note: str
     label_source_id: Any  # the change in effect (what "revert" undoes), or None
     evidence: tuple[int, ...] = ()  # the run's steps the judge cited
+    votes: tuple[Vote, ...] = ()
+    own_change_id: Any = None  # the viewing reviewer's own change in effect, if any
+
+    @property
+    def agreeing(self) -> int:
+        """How many reviewers gave the label in effect."""
+        return sum(1 for v in self.votes if v.satisfied == self.verdict.human)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.verdict, name)
@@ -81,7 +108,23 @@ class RunReviewView:
         return sum(1 for v in self.verdicts if v.verdict.human is not None)
 
 
-def _verdict_rows(evaluation: Evaluation) -> list[VerdictRow]:
+def _votes(evaluation: Evaluation) -> dict[tuple[str, str], list[Vote]]:
+    """The reviewers' verdicts on the evaluation's run and rubric, by wording, oldest first."""
+    out: dict[tuple[str, str], list[Vote]] = {}
+    rows = (
+        ReviewerLabel.objects.filter(run_id=evaluation.run_id, rubric_id=evaluation.rubric_id)  # type: ignore[misc]
+        .select_related("source")
+        .order_by("updated_at", "id")
+    )
+    for r in rows:
+        vote = Vote(
+            r.reviewer_key, r.source.actor_name, r.satisfied, r.note, r.source_id, r.updated_at
+        )
+        out.setdefault((r.criterion_key, r.text_hash), []).append(vote)
+    return out
+
+
+def _verdict_rows(evaluation: Evaluation, reviewer_key: str | None = None) -> list[VerdictRow]:
     labels = {
         (lb.criterion_key, lb.text_hash): lb
         for lb in VerdictLabel.objects.filter(
@@ -89,16 +132,20 @@ def _verdict_rows(evaluation: Evaluation) -> list[VerdictRow]:
             rubric_id=evaluation.rubric_id,  # type: ignore[misc]  # a rubric evaluation has one
         )
     }
+    votes = _votes(evaluation)
     rows = []
     for v in CriterionVerdict.objects.filter(evaluation=evaluation).order_by("position"):
-        label = labels.get((v.criterion_key, text_hash(v.description)))
+        wording = (v.criterion_key, text_hash(v.description))
+        label, ballots = labels.get(wording), tuple(votes.get(wording, []))
         effective = EffectiveVerdict(
             key=v.criterion_key,
             description=v.description,
             required=v.required,
             judge=v.satisfied,
             human=label.satisfied if label else None,
+            disputed=bool(ballots) and majority(b.satisfied for b in ballots) is None,
         )
+        own = next((b.change_id for b in ballots if b.reviewer_key == reviewer_key), None)
         rows.append(
             VerdictRow(
                 effective,
@@ -106,6 +153,8 @@ def _verdict_rows(evaluation: Evaluation) -> list[VerdictRow]:
                 label.note if label else "",
                 label.source_id if label else None,
                 tuple(i for i in v.evidence or [] if isinstance(i, int)),
+                ballots,
+                own,
             )
         )
     return rows
@@ -148,8 +197,11 @@ def run_history(*, run: AgentRun) -> list[Any]:
     return rows
 
 
-def run_review_get(*, run: AgentRun, rubric_id: Any = None, history: bool = True) -> RunReviewView:
-    """Everything the review page and GET /api/runs/{id}/overrides show for one run."""
+def run_review_get(
+    *, run: AgentRun, rubric_id: Any = None, history: bool = True, reviewer_key: str | None = None
+) -> RunReviewView:
+    """Everything the review page and GET /api/runs/{id}/overrides show for one run;
+    ``reviewer_key`` picks the viewing reviewer's own changes (what their Revert undoes)."""
     evaluation = current_rubric_evaluation(run=run, rubric_id=rubric_id)
     alignment = current_alignment_evaluation(run=run)
     review = None
@@ -162,7 +214,7 @@ def run_review_get(*, run: AgentRun, rubric_id: Any = None, history: bool = True
     return RunReviewView(
         run=run,
         evaluation=evaluation,
-        verdicts=_verdict_rows(evaluation) if evaluation else [],
+        verdicts=_verdict_rows(evaluation, reviewer_key) if evaluation else [],
         alignment_evaluation=alignment,
         dimensions=_dimension_rows(alignment) if alignment else [],
         review=review,

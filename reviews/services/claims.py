@@ -17,8 +17,9 @@ from django.utils import timezone
 from rubrics.models import Rubric
 from runs.models import AgentRun
 
-from ..models import RunReview
+from ..models import ReviewerLabel, RunReview
 from ..selectors.queue import QueueFilters, queue_runs
+from .labels import Reviewer
 
 CANDIDATES = 20
 
@@ -62,17 +63,25 @@ def claim_next(
     skip: Any = None,
     flagged_keys: list[str] | None = None,
 ) -> AgentRun | None:
-    """Release the user's claim and claim the first unreviewed run of the queue that nobody
-    else holds (``skip``: a run id not to be handed back, the one the reviewer is leaving).
-    None when the queue has nothing left for this reviewer."""
+    """Release the user's claim and claim the first run of the queue that nobody else holds
+    (``skip``: a run id not to be handed back, the one the reviewer is leaving). None when the
+    queue has nothing left for this reviewer.
+
+    Unreviewed runs without a dispute by default; with ``second_opinion``, runs one reviewer
+    labelled or whose reviewers dispute a criterion, never one this user already labelled."""
     claim_release(rubric=rubric, user=user)
+    filters = filters or QueueFilters()
     now = timezone.now()
-    qs = queue_runs(
-        rubric=rubric, filters=filters or QueueFilters(), flagged_keys=flagged_keys
-    ).filter(
-        Q(rv__reviewed_at__isnull=True)
-        & (Q(rv__claimed_by__isnull=True) | Q(rv__claim_expires_at__lte=now))
+    qs = queue_runs(rubric=rubric, filters=filters, flagged_keys=flagged_keys).filter(
+        Q(rv__claimed_by__isnull=True) | Q(rv__claim_expires_at__lte=now)
     )
+    if filters.second_opinion:
+        mine = ReviewerLabel.objects.filter(rubric=rubric, reviewer_key=Reviewer(user=user).key)
+        qs = qs.exclude(pk__in=mine.values("run_id"))
+    else:
+        qs = qs.filter(Q(rv__reviewed_at__isnull=True)).filter(
+            Q(rv__disputed__isnull=True) | Q(rv__disputed=0)
+        )
     if skip is not None:
         qs = qs.exclude(pk=skip)
     for _ in range(3):

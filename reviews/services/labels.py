@@ -1,7 +1,8 @@
 """Reviewers' labels: confirm or override a criterion verdict or an alignment dimension, revert.
 
-Every change appends one history row and rewrites the label in effect, then recomputes the
-run's result (runs.services.run_state.run_refresh, which asks review_results_refresh for the
+Every change appends one history row and rewrites the label in effect — for criterion
+verdicts, the acting reviewer's own verdict and then the majority of all reviewers' verdicts
+(services/votes.py) — then recomputes the run's result (runs.services.run_state.run_refresh, which asks review_results_refresh for the
 human-adjusted values), all in one transaction under the run's row lock — the lock the worker
 takes to record a result — so a label and a finishing evaluation never interleave.
 """
@@ -23,12 +24,13 @@ from ..models import (
     Action,
     AlignmentLabel,
     AlignmentOverride,
+    ReviewerLabel,
     RunReview,
-    VerdictLabel,
     VerdictOverride,
 )
 from ..selectors import current_alignment_evaluation, current_rubric_evaluation
 from .errors import ReviewConflict, ReviewValidationError
+from .votes import majority_settle
 
 NOTE_MAX = 5000
 
@@ -46,6 +48,15 @@ class Reviewer:
             return self.user.get_username()
         if self.api_key is not None:
             return f"API key {self.api_key.name} ({self.api_key.prefix}…)"
+        return "unknown"
+
+    @property
+    def key(self) -> str:
+        """Whose verdicts these are: each user, and each API key, is one reviewer."""
+        if self.user is not None:
+            return f"user:{self.user.pk}"
+        if self.api_key is not None:
+            return f"key:{self.api_key.pk}"
         return "unknown"
 
     def fields(self) -> dict[str, Any]:
@@ -108,21 +119,28 @@ def override_create(
     """Record a reviewer's verdict on one criterion of the run's current rubric result.
 
     Agreeing with the judge confirms its verdict (a note is optional); disagreeing overrides it
-    and needs a note. Saying again what the label already says (with no new note) writes
-    nothing. ``rubric_id`` picks the rubric when the run was judged by several."""
+    and needs a note. Each reviewer has a verdict of their own; the label in effect is the
+    majority of the reviewers' latest verdicts (none on a tie). Saying again what the
+    reviewer's verdict already says (with no new note) writes nothing. ``rubric_id`` picks the
+    rubric when the run was judged by several."""
     with transaction.atomic():
         locked = _lock(run)
         evaluation = _reviewable(locked, rubric_id)
         verdict = _verdict_for(evaluation, criterion_key)
         text = _clean_note(note, required=satisfied != verdict.satisfied)
-        key = {"run": locked, "rubric_id": evaluation.rubric_id, "criterion_key": criterion_key}
-        label = VerdictLabel.objects.filter(**key, text_hash=text_hash(verdict.description)).first()
+        key = {
+            "run": locked,
+            "rubric_id": evaluation.rubric_id,
+            "criterion_key": criterion_key,
+            "text_hash": text_hash(verdict.description),
+        }
+        label = ReviewerLabel.objects.filter(**key, reviewer_key=reviewer.key).first()
         if label is not None and label.satisfied == satisfied and text in ("", label.note):
             return LabelChange(label.source, created=False)
         row = VerdictOverride.objects.create(
             team_id=locked.team_id,
             **key,
-            text_hash=text_hash(verdict.description),
+            reviewer_key=reviewer.key,
             description=verdict.description,
             evaluation=evaluation,
             action=Action.CONFIRM if satisfied == verdict.satisfied else Action.OVERRIDE,
@@ -134,6 +152,7 @@ def override_create(
             **reviewer.fields(),
         )
         _label_set(_VERDICT, label, row)
+        majority_settle(row=row)
         run_refresh(locked.pk)
     return LabelChange(row, created=True)
 
@@ -165,7 +184,9 @@ class _LabelKind:
 
 
 _VERDICT = _LabelKind(
-    VerdictLabel, "satisfied", ("rubric_id", "criterion_key", "text_hash", "description")
+    ReviewerLabel,
+    "satisfied",
+    ("rubric_id", "criterion_key", "text_hash", "description", "reviewer_key"),
 )
 _ALIGNMENT = _LabelKind(AlignmentLabel, "score", ("perspective", "dimension"))
 
@@ -198,15 +219,17 @@ def _label_set(kind: _LabelKind, label: Any, row: Any) -> None:
 
 
 def override_revert(*, row: VerdictOverride, reviewer: Reviewer, note: str = "") -> LabelChange:
-    """Undo the change in effect for one criterion wording: the label goes back to what it was
-    before that change (possibly no label). Only the change in effect can be reverted."""
+    """Undo a reviewer's change in effect for one criterion wording: that reviewer's verdict goes
+    back to what it was before the change (possibly none), and the majority is taken again.
+    Only a change still in effect can be reverted."""
     with transaction.atomic():
         locked = _lock(row.run)
-        label = VerdictLabel.objects.filter(
+        label = ReviewerLabel.objects.filter(
             run=locked,
             rubric_id=row.rubric_id,
             criterion_key=row.criterion_key,
             text_hash=row.text_hash,
+            reviewer_key=row.reviewer_key,
         ).first()
         return _revert(_VERDICT, row, label, reviewer, note, judge="judge_satisfied")
 
@@ -236,6 +259,8 @@ def _revert(
         **reviewer.fields(),
     )
     _label_set(kind, label, revert)
+    if kind is _VERDICT:
+        majority_settle(row=revert)
     run_refresh(row.run_id)
     return LabelChange(revert, created=True)
 

@@ -5,7 +5,8 @@ ReviewsConfig.ready()) inside its transaction with the evaluations it picked as 
 evaluations keep the judge's values; what comes back replaces the run's denormalised
 passed/score/alignment_score, so lists and filters read the result as reviewers corrected it.
 It also keeps each RunReview's progress in step with the run's current verdicts (a re-score
-with reworded criteria makes a reviewed run unreviewed).
+with reworded criteria makes a reviewed run unreviewed), including how many reviewers gave
+verdicts and how many criteria they dispute (the second-opinion queue).
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from runs.scoring import (
     rubric_score,
 )
 
-from ..effective import EffectiveVerdict, text_hash
-from ..models import AlignmentLabel, RunReview, VerdictLabel
+from ..effective import EffectiveVerdict, text_hash, tied
+from ..models import AlignmentLabel, ReviewerLabel, RunReview, VerdictLabel
 
 
 def review_result_refresh(
@@ -40,7 +41,12 @@ def review_result_refresh(
             "rubric_id", "criterion_key", "text_hash", "satisfied"
         )
     )
-    verdicts = _review_progress(run_id, labels)
+    votes: list[Any] = list(
+        ReviewerLabel.objects.filter(run_id=run_id).values(
+            "rubric_id", "criterion_key", "text_hash", "reviewer_key", "satisfied"
+        )
+    )
+    verdicts = _review_progress(run_id, labels, votes)
     if labels and rubric_evaluation_id is not None:
         fields.update(_rubric_fields(rubric_evaluation_id, verdicts))
     if alignment_evaluation_id is not None:
@@ -52,8 +58,9 @@ def review_results_refresh(picked: dict[Any, tuple[Any, Any]]) -> dict[Any, dict
     """review_result_refresh for several runs (run id -> its current rubric and alignment
     evaluation ids): the runs' changed fields, by run id. Runs without labels cost nothing
     per run, whatever their number."""
+    # Every label in effect comes from reviewers' verdicts; a disputed criterion has only those.
     labelled = set(
-        VerdictLabel.objects.filter(run_id__in=list(picked))
+        ReviewerLabel.objects.filter(run_id__in=list(picked))
         .values_list("run_id", flat=True)
         .distinct()
     )
@@ -66,9 +73,9 @@ def review_results_refresh(picked: dict[Any, tuple[Any, Any]]) -> dict[Any, dict
         )
     plain = [run_id for run_id in picked if run_id not in labelled]
     if plain:
-        RunReview.objects.filter(run_id__in=plain, labelled__gt=0).update(
-            labelled=0, overridden=0, reviewed_at=None
-        )
+        RunReview.objects.filter(run_id__in=plain).filter(
+            Q(labelled__gt=0) | Q(reviewers__gt=0)
+        ).update(labelled=0, overridden=0, reviewers=0, disputed=0, reviewed_at=None)
     return {
         run_id: review_result_refresh(
             run_id=run_id,
@@ -81,42 +88,55 @@ def review_results_refresh(picked: dict[Any, tuple[Any, Any]]) -> dict[Any, dict
 
 
 def effective_verdicts(
-    verdict_rows: list[dict[str, Any]], labels: list[dict[str, Any]]
+    verdict_rows: list[dict[str, Any]],
+    labels: list[dict[str, Any]],
+    votes: list[dict[str, Any]] | None = None,
 ) -> list[EffectiveVerdict]:
-    """Judge verdict rows of one evaluation with the labels (of its rubric) that answer them."""
+    """Judge verdict rows of one evaluation with the labels (of its rubric) that answer them;
+    ``votes``, the reviewers' own verdicts, mark the disputed ones."""
     human = {(lb["criterion_key"], lb["text_hash"]): lb["satisfied"] for lb in labels}
-    return [
-        EffectiveVerdict(
-            key=v["criterion_key"],
-            description=v["description"],
-            required=v["required"],
-            judge=v["satisfied"],
-            human=human.get((v["criterion_key"], text_hash(v["description"]))),
+    ballots: dict[tuple[str, str], list[bool]] = defaultdict(list)
+    for vote in votes or []:
+        ballots[(vote["criterion_key"], vote["text_hash"])].append(vote["satisfied"])
+    out = []
+    for v in verdict_rows:
+        wording = (v["criterion_key"], text_hash(v["description"]))
+        out.append(
+            EffectiveVerdict(
+                key=v["criterion_key"],
+                description=v["description"],
+                required=v["required"],
+                judge=v["satisfied"],
+                human=human.get(wording),
+                disputed=tied(ballots.get(wording, [])),
+            )
         )
-        for v in verdict_rows
-    ]
+    return out
 
 
 def _review_progress(
-    run_id: Any, labels: list[dict[str, Any]]
+    run_id: Any, labels: list[dict[str, Any]], votes: list[dict[str, Any]]
 ) -> dict[Any, list[EffectiveVerdict]]:
-    """Update labelled/overridden/reviewed of the run's reviews; the effective verdicts of each
-    current evaluation, by evaluation id."""
-    if not labels:
-        RunReview.objects.filter(run_id=run_id, labelled__gt=0).update(
-            labelled=0, overridden=0, reviewed_at=None
-        )
+    """Update the progress of the run's reviews (labelled, overridden, reviewers, disputed,
+    reviewed); the effective verdicts of each current evaluation, by evaluation id."""
+    if not votes:
+        RunReview.objects.filter(run_id=run_id).filter(
+            Q(labelled__gt=0) | Q(reviewers__gt=0)
+        ).update(labelled=0, overridden=0, reviewers=0, disputed=0, reviewed_at=None)
         return {}
     by_rubric: dict[Any, list[dict[str, Any]]] = defaultdict(list)
     for label in labels:
         by_rubric[label["rubric_id"]].append(label)
+    votes_by_rubric: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    for vote in votes:
+        votes_by_rubric[vote["rubric_id"]].append(vote)
     current = dict(
         Evaluation.objects.filter(
             run_id=run_id,
             kind=Kind.RUBRIC,
             is_current=True,
             calibration=False,
-            rubric_id__in=list(by_rubric),
+            rubric_id__in=list(votes_by_rubric),
         ).values_list("id", "rubric_id")
     )
     rows: dict[Any, list[Any]] = defaultdict(list)
@@ -128,12 +148,19 @@ def _review_progress(
         rows[row["evaluation_id"]].append(row)
     out = {}
     for evaluation_id, rubric_id in current.items():
-        out[evaluation_id] = effective_verdicts(rows[evaluation_id], by_rubric[rubric_id])
-        _progress_save(run_id, rubric_id, out[evaluation_id])
+        ballots = votes_by_rubric[rubric_id]
+        out[evaluation_id] = effective_verdicts(rows[evaluation_id], by_rubric[rubric_id], ballots)
+        wordings = {(v.key, text_hash(v.description)) for v in out[evaluation_id]}
+        reviewers = {
+            b["reviewer_key"] for b in ballots if (b["criterion_key"], b["text_hash"]) in wordings
+        }
+        _progress_save(run_id, rubric_id, out[evaluation_id], len(reviewers))
     return out
 
 
-def _progress_save(run_id: Any, rubric_id: Any, verdicts: list[EffectiveVerdict]) -> None:
+def _progress_save(
+    run_id: Any, rubric_id: Any, verdicts: list[EffectiveVerdict], reviewers: int
+) -> None:
     labelled = sum(1 for v in verdicts if v.human is not None)
     done = bool(verdicts) and labelled == len(verdicts)
     review, _ = RunReview.objects.get_or_create(
@@ -145,6 +172,8 @@ def _progress_save(run_id: Any, rubric_id: Any, verdicts: list[EffectiveVerdict]
     RunReview.objects.filter(pk=review.pk).update(
         labelled=labelled,
         overridden=sum(1 for v in verdicts if v.overridden),
+        reviewers=reviewers,
+        disputed=sum(1 for v in verdicts if v.disputed),
         reviewed_at=reviewed_at,
     )
 

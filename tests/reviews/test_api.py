@@ -134,11 +134,13 @@ def test_listing_shows_both_results_each_verdict_and_the_history_with_reverts(ap
     assert body["judge"]["passed"] is False and body["effective"]["passed"] is False
     by_key = {v["criterion_id"]: v for v in body["verdicts"]}
     assert by_key["c2"]["human_satisfied"] is None and by_key["c2"]["satisfied"] is False
-    assert by_key["c3"] | {"reasoning": "", "change_id": None} == {
+    assert by_key["c3"] | {"reasoning": "", "change_id": None, "reviews": []} == {
         "criterion_id": "c3", "description": 'Says "thanks"', "required": False,
-        "judge_satisfied": False, "human_satisfied": True, "satisfied": True, "overridden": True,
-        "note": "polite", "reasoning": "", "change_id": None,
+        "judge_satisfied": False, "human_satisfied": True, "disputed": False, "satisfied": True,
+        "overridden": True, "note": "polite", "reasoning": "", "change_id": None, "reviews": [],
     }  # fmt: skip
+    assert [(b["satisfied"], b["note"]) for b in by_key["c3"]["reviews"]] == [(True, "polite")]
+    assert by_key["c2"]["reviews"] == []  # the revert took the only verdict back
     assert [(h["action"], h["criterion_id"], h["reverted"]) for h in body["history"]] == [
         ("override", "c3", False), ("revert", "c2", False), ("override", "c2", True),
     ]  # fmt: skip
@@ -174,7 +176,9 @@ def test_agreement_returns_per_criterion_figures_as_specified(api, judged_run, r
         "criterion_id": "c2", "description": 'Gives the "order number"', "labelled": 4,
         "agreement": 0.75, "kappa": 0.5, "tpr": 2 / 3, "tnr": 1.0,
         "confusion": {"tp": 2, "fp": 0, "fn": 1, "tn": 1}, "flagged": False,
+        "reviewers": {"items": 0, "reviewers": 1, "method": None, "kappa": None},
     }  # fmt: skip
+    assert body["disputed"] == [] and body["disputed_total"] == 0
     c1 = next(c for c in body["criteria"] if c["criterion_id"] == "c1")
     assert c1["labelled"] == 0 and c1["kappa"] is None and c1["agreement"] is None
 
