@@ -240,6 +240,7 @@ def agreement(
         ],
         "disputed": [disputed_out(d) for d in reviewers.disputed],
         "disputed_total": reviewers.disputed_total,
+        "excluded_examples": report.excluded_examples,
     }
 
 

@@ -183,6 +183,9 @@ class AgreementOut(Schema):
     criteria: list[CriterionAgreementOut]
     disputed: list[DisputedOut] = Field(description="Disputed runs, newest first (at most 50)")
     disputed_total: int
+    excluded_examples: int = Field(
+        0, description="Runs left out of a criterion's figures: the version's examples of it"
+    )
 
 
 class GoldenRunIn(Schema):

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import views, views_compare
 
 app_name = "reviews"
 
@@ -13,6 +13,7 @@ urlpatterns = [
         "<uuid:rubric_id>/runs/<uuid:run_id>/alignment/", views.review_alignment, name="alignment"
     ),
     path("<uuid:rubric_id>/runs/<uuid:run_id>/revert/", views.review_revert, name="revert"),
+    path("<uuid:rubric_id>/runs/<uuid:run_id>/example/", views.review_example, name="example"),
     path("<uuid:rubric_id>/runs/<uuid:run_id>/golden/", views.review_golden, name="golden_mark"),
     path("<uuid:rubric_id>/agreement/", views.agreement, name="agreement"),
     path("<uuid:rubric_id>/export.<str:fmt>", views.export, name="export"),
@@ -23,4 +24,15 @@ urlpatterns = [
     path("<uuid:rubric_id>/flags/", views.rubric_flags, name="rubric_flags"),
     path("calibrations/<uuid:calibration_id>/", views.calibration, name="calibration"),
     path("runs/<uuid:run_id>/panel/", views.run_panel, name="run_panel"),
+    # Comparisons and the publishing gate (views_compare).
+    path("comparisons/<uuid:comparison_id>/", views_compare.comparison, name="comparison"),
+    path(
+        "comparisons/<uuid:comparison_id>/export.<str:fmt>",
+        views_compare.comparison_export,
+        name="comparison_export",
+    ),
+    path("<uuid:rubric_id>/compare/", views_compare.compare_start, name="compare_start"),
+    path("<uuid:rubric_id>/gate/", views_compare.compare_panel, name="compare_panel"),
+    path("<uuid:rubric_id>/gate/save/", views_compare.gate_save, name="gate_save"),
+    path("<uuid:rubric_id>/versions/<int:number>/publish/", views_compare.publish, name="publish"),
 ]

@@ -17,13 +17,18 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from evalsite.errors import page_message
+from rubrics.examples import example_add
 from rubrics.models import Rubric, RubricVersion
+from rubrics.services import RubricValidationError
 from runs.models import AgentRun
 from teams.access import editor_required, team_object_or_404, team_required
 
 from . import selectors, services
 from .api import export_response
+from .selectors.examples import label_in_effect
 from .services import ReviewConflict, Reviewer, ReviewValidationError
+
+UNLABELLED = "review this criterion first: an example teaches the reviewers' verdict"
 
 
 def _rubric_or_404(request: HttpRequest, rubric_id: Any) -> Rubric:
@@ -427,3 +432,37 @@ def rubric_flags(request: HttpRequest, rubric_id: Any) -> HttpResponse:
     rubric = _rubric_or_404(request, rubric_id)
     report = selectors.rubric_agreement(rubric=rubric, version=rubric.current_version)
     return render(request, "reviews/_rubric_flags.html", {"rubric": rubric, "report": report})
+
+
+# --- Teach the judge: a reviewed verdict becomes a graded example (rubrics.examples) ----------
+
+
+@editor_required
+@require_POST
+def review_example(request: HttpRequest, rubric_id: Any, run_id: Any) -> HttpResponse:
+    """Add the label in effect on one criterion, with an excerpt of the run and the reason, as
+    an example of that criterion in the rubric's draft (422 naming the field when it cannot)."""
+    rubric = _rubric_or_404(request, rubric_id)
+    run = _run(request, run_id)
+    key = request.POST.get("criterion", "")
+    label = label_in_effect(run=run, rubric=rubric, criterion_key=key)
+    if label is None:
+        return _invalid(request, rubric, run, {f"example-{key}": {"criterion": UNLABELLED}})
+    try:
+        example_add(
+            rubric=rubric,
+            criterion_key=key,
+            excerpt=request.POST.get("excerpt", ""),
+            satisfied=label.satisfied,
+            reason=request.POST.get("reason", ""),
+            run_id=run.pk,
+            user=request.user,
+        )
+    except RubricValidationError as exc:
+        return _invalid(request, rubric, run, {f"example-{key}": exc.errors})
+    messages.success(
+        request,
+        f"Added as an example of {key} to the rubric's draft: save a version in the editor to "
+        "publish it.",
+    )
+    return _after_change(request, rubric, run, key)

@@ -94,6 +94,10 @@ def example_add(
         _draft_start(locked)
         draft = CriterionExample.objects.filter(rubric=locked, version__isnull=True)
         limit = examples_limit()
+        if run_id is not None and draft.filter(criterion_key=criterion_key, run_id=run_id).exists():
+            raise RubricValidationError(
+                {"criterion": "this run is already an example of this criterion in the draft"}
+            )
         if draft.filter(criterion_key=criterion_key).count() >= limit:
             raise RubricValidationError(
                 {

@@ -9,6 +9,7 @@ from typing import Any
 from django.conf import settings
 
 from rubrics.models import Criterion, Rubric, RubricVersion
+from rubrics.selectors import example_runs
 from runs.models import CriterionVerdict, Status
 
 from ..effective import text_hash
@@ -34,6 +35,9 @@ class AgreementReport:
     version: RubricVersion | None
     threshold: float
     criteria: list[CriterionAgreement]
+    # Runs left out of a criterion's figures because the version shows them to the judge as
+    # an example of it (a run is not scored against its own example).
+    excluded_examples: int = 0
 
     @property
     def flagged(self) -> list[CriterionAgreement]:
@@ -79,7 +83,8 @@ def judge_verdicts(
 def rubric_agreement(*, rubric: Rubric, version: RubricVersion | None) -> AgreementReport:
     """Per criterion of ``version``: labelled count, agreement, kappa, TPR, TNR, confusion
     (positive = satisfied, the human label is the truth). A label counts when it answers the
-    exact wording the judge was asked. Three queries."""
+    exact wording the judge was asked; a run that is one of the version's examples of a
+    criterion does not count for that criterion. Four queries."""
     threshold = kappa_threshold()
     if version is None:
         return AgreementReport(rubric, None, threshold, [])
@@ -91,16 +96,21 @@ def rubric_agreement(*, rubric: Rubric, version: RubricVersion | None) -> Agreem
     }
     verdicts = judge_verdicts(version=version, run_ids=labels.values("run_id"))
     pairs: dict[str, list[tuple[bool, bool]]] = {c.key: [] for c in criteria}
+    taught = example_runs(version_id=version.pk)
+    excluded: set[Any] = set()
     for (run_id, key), row in verdicts.items():
         label = human.get((run_id, key, text_hash(row["description"])))
         if label is not None and key in pairs:
+            if run_id in taught.get(key, ()):
+                excluded.add(run_id)
+                continue
             pairs[key].append((row["satisfied"], label))
     out = []
     for c in criteria:
         stats = agreement_of(confusion_of(pairs[c.key]))
         flagged = stats.kappa is not None and stats.kappa < threshold
         out.append(CriterionAgreement(c.key, c.description, c.required, stats, flagged))
-    return AgreementReport(rubric, version, threshold, out)
+    return AgreementReport(rubric, version, threshold, out, len(excluded))
 
 
 def review_export_rows(*, rubric: Rubric) -> Iterator[dict[str, Any]]:
