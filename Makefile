@@ -18,9 +18,11 @@ install: $(BIN)/.installed
 run: install
 	./scripts/run
 
-## Run the whole test suite (installs Debian's chromium for the browser tests if missing).
+## Run the whole test suite (installs Debian's chromium for the browser tests, and nodejs and
+## npm for the Mastra client's, if missing).
 test: install
 	./scripts/ensure-chromium
+	./scripts/ensure-node
 	$(BIN)/pytest
 
 ## The inner loop: everything but the tests that start Celery workers or drive a browser.

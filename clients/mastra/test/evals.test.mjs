@@ -1,0 +1,171 @@
+// The scorer in Mastra's eval shape (a `type: 'agent'` run: input and response messages), and
+// every way evalsite can fail to give a verdict: the scorer then fails, it never passes.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:net';
+import { test } from 'node:test';
+
+import { Agent } from '@mastra/core/agent';
+
+import { createEvalsiteRubricScorer, evalsiteFailure } from '@evalsite/mastra';
+
+import { api, completionChecks, liveServer, runsOf, scriptedModel } from './helpers.mjs';
+
+const server = liveServer();
+const PASSING = 'Your refund for order number 1234 was sent, thanks.';
+
+function agentRun(output, runId = randomUUID()) {
+  const message = (role, text) => ({
+    id: randomUUID(),
+    role,
+    createdAt: new Date(),
+    content: { format: 2, parts: [{ type: 'text', text }], content: text },
+  });
+  return {
+    runId,
+    input: {
+      inputMessages: [message('user', 'Where is my refund for order 1234?')],
+      rememberedMessages: [],
+      systemMessages: [{ role: 'system', content: 'You are a polite support agent.' }],
+      taggedSystemMessages: {},
+    },
+    output: [message('assistant', output)],
+  };
+}
+
+/** scorer.run's rejection: the evalsite failure behind it (Mastra wraps the error). */
+async function failure(promise) {
+  const error = await promise.then(
+    () => assert.fail('the scorer reported a result'),
+    (e) => e,
+  );
+  const found = evalsiteFailure(error);
+  assert.ok(found, `not an evalsite failure: ${error?.stack ?? error}`);
+  assert.ok(error.message.includes(found.message), error.message);
+  return found;
+}
+
+async function closedPort() {
+  const listener = createServer();
+  await new Promise((resolve) => listener.listen(0, '127.0.0.1', resolve));
+  const { port } = listener.address();
+  await new Promise((resolve) => listener.close(resolve));
+  return port;
+}
+
+test('an eval run of Mastra messages is scored with evalsite’s score and reason', async () => {
+  const agent = `mastra-eval-${randomUUID()}`;
+  const scorer = createEvalsiteRubricScorer({ ...server, agent, alignment: 'user' });
+  const run = agentRun(PASSING);
+
+  const result = await scorer.run(run);
+
+  const [stored] = await runsOf(server, agent);
+  const rubric = stored.evaluations.find((e) => e.kind === 'rubric');
+  assert.equal(result.score, 1);
+  assert.equal(result.score, rubric.score);
+  assert.equal(result.reason, rubric.reason);
+  assert.equal(rubric.rubric_version, 1);
+  assert.ok(stored.evaluations.some((e) => e.kind === 'alignment'));
+  assert.deepEqual(stored.metadata, { loop_id: run.runId, loop_step: 1 });
+  assert.deepEqual(
+    stored.steps.map((s) => [s.source, s.role, s.text]),
+    [
+      ['input', 'system', 'You are a polite support agent.'],
+      ['input', 'user', 'Where is my refund for order 1234?'],
+      ['output', 'assistant', PASSING],
+    ],
+  );
+});
+
+test('inline criteria are judged in the judge view asked for', async () => {
+  const agent = `mastra-inline-${randomUUID()}`;
+  const criteria = '- Mentions the "refund"\n- [optional] Says "sorry"';
+  const scorer = createEvalsiteRubricScorer({ ...server, rubric: undefined, agent, criteria, judgeView: 'conversation' });
+
+  const result = await scorer.run(agentRun(PASSING));
+
+  const [stored] = await runsOf(server, agent);
+  const rubric = stored.evaluations.find((e) => e.kind === 'rubric');
+  assert.equal(result.score, 1);
+  assert.equal(rubric.judge_view, 'conversation');
+  assert.deepEqual(
+    rubric.verdicts.map((v) => [v.required, v.satisfied]),
+    [
+      [true, true],
+      [false, false],
+    ],
+  );
+});
+
+test('a judge view without inline criteria is refused when the scorer is made', () => {
+  assert.throws(
+    () => createEvalsiteRubricScorer({ ...server, judgeView: 'trajectory' }),
+    /"judgeView" applies to inline "criteria"/,
+  );
+  assert.throws(() => createEvalsiteRubricScorer({ ...server, rubric: '' }), /give a "rubric"/);
+});
+
+test('a failing answer scores 0 with the failed criterion in the reason', async () => {
+  const scorer = createEvalsiteRubricScorer(server);
+  const result = await scorer.run(agentRun('Your refund is on its way.'));
+  assert.equal(result.score, 0);
+  assert.match(result.reason, /order number/);
+});
+
+test('evalsite unreachable: the scorer fails saying so', async () => {
+  const url = `http://127.0.0.1:${await closedPort()}`;
+  const scorer = createEvalsiteRubricScorer({ ...server, url });
+  const error = await failure(scorer.run(agentRun(PASSING)));
+  assert.equal(error.kind, 'unreachable');
+  assert.match(error.message, /evalsite is unreachable at http:\/\/127\.0\.0\.1:\d+\/api\/score/);
+});
+
+test('an error answer (unknown rubric, bad key) fails the scorer with the API’s message', async () => {
+  const unknown = createEvalsiteRubricScorer({ ...server, rubric: 'no-such-rubric' });
+  const error = await failure(unknown.run(agentRun(PASSING)));
+  assert.equal(error.kind, 'http');
+  assert.ok(error.status >= 400 && error.status < 500, String(error.status));
+  assert.match(error.message, /rubric/i);
+
+  const badKey = createEvalsiteRubricScorer({ ...server, apiKey: 'not-a-key' });
+  const unauthorized = await failure(badKey.run(agentRun(PASSING)));
+  assert.equal(unauthorized.status, 401);
+});
+
+test('a judge that fails for good fails the scorer with evalsite’s error', async () => {
+  const scorer = createEvalsiteRubricScorer(server);
+  const error = await failure(scorer.run(agentRun(`${PASSING} [[judge:400]]`)));
+  assert.equal(error.kind, 'failed');
+  assert.match(error.message, /evalsite could not evaluate the run: .+/);
+  assert.equal(error.evaluationIds.length, 1);
+});
+
+test('a 202 (still judging when the timeout runs out) fails the scorer, never a pass', async () => {
+  const scorer = createEvalsiteRubricScorer({ ...server, timeoutSeconds: 1 });
+  const error = await failure(scorer.run(agentRun(`${PASSING} [[latency:4]]`)));
+  assert.equal(error.kind, 'still_judging');
+  assert.equal(error.status, 202);
+  assert.match(error.message, /still judging .*not a pass/);
+  // The evaluation goes on in evalsite and would pass: the scorer still did not say so.
+  const evaluation = await api(server, `/evaluations/${error.evaluationIds[0]}`);
+  assert.ok(['queued', 'running', 'succeeded'].includes(evaluation.status), evaluation.status);
+});
+
+test('with evalsite down, an isTaskComplete loop never completes and tells the agent why', async () => {
+  const url = `http://127.0.0.1:${await closedPort()}`;
+  const { model, prompts } = scriptedModel([PASSING]);
+  const agent = new Agent({ id: 'support', name: 'support', instructions: 'Be brief.', model });
+  const scorer = createEvalsiteRubricScorer({ ...server, url });
+
+  const stream = await agent.stream('Where is my refund for order 1234?', {
+    maxSteps: 2,
+    isTaskComplete: { scorers: [scorer] },
+  });
+  const checks = await completionChecks(stream);
+
+  assert.ok(checks.length >= 1);
+  assert.ok(checks.every((c) => c.passed === false), JSON.stringify(checks));
+  assert.match(checks[0].results[0].reason, /evalsite is unreachable/);
+  assert.equal(prompts.length, 2);
+});
