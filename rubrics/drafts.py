@@ -71,6 +71,11 @@ def draft_create(
         judge_view_validate(
             judge_view=view["judge_view"], run_token_budget=view["run_token_budget"]
         )
+        unchanged = current is not None and _same(current, parsed, view)
+        if unchanged and not getattr(locked, "examples_draft", False):
+            raise RubricValidationError(
+                {"criteria": "no changes: the draft is the same as the current version"}
+            )
         drafts = RubricVersion.objects.filter(rubric=locked, published=False)
         if current is not None:
             drafts = drafts.filter(number__gt=current.number)

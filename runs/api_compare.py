@@ -74,9 +74,9 @@ class SampleSchema(Schema):
 class ComparisonIn(Schema):
     model_config = ConfigDict(extra="forbid")
     rubric: str = Field(max_length=200, description="Rubric id or slug")
-    a: SideSchema = Field(default_factory=SideSchema, description="Baseline (default: current)")
+    a: SideSchema | None = Field(None, description="Baseline (default: the current version)")
     b: SideSchema = Field(description="Candidate: a version, a draft and/or another judge")
-    sample: SampleSchema = Field(default_factory=SampleSchema)
+    sample: SampleSchema | None = Field(None, description="Default: the 50 newest runs")
     dry_run: bool = Field(False, description="Answer 200 with the estimate; queue nothing")
 
 
@@ -128,9 +128,9 @@ def comparison_create(
     who = editor(request)
     rubric = _rubric(request, payload.rubric)
     comparison, estimate, _ = comparison_start(
-        team=who.team, rubric=rubric, a=_side(payload.a), b=_side(payload.b),
-        sample=_sample(payload.sample), idempotency_key=idempotency_key, dry_run=payload.dry_run,
-        user=who.user,
+        team=who.team, rubric=rubric, a=_side(payload.a or SideSchema.model_validate({})),
+        b=_side(payload.b), sample=_sample(payload.sample or SampleSchema.model_validate({})),
+        idempotency_key=idempotency_key, dry_run=payload.dry_run, user=who.user,
     )  # fmt: skip
     if comparison is None:
         return Status(200, {"estimate": estimate})

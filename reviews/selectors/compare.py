@@ -46,6 +46,14 @@ class CriterionComparison:
         )
 
     @property
+    def flip_lists(self) -> tuple[list[Any], list[Any]]:
+        return self.pass_to_fail, self.fail_to_pass
+
+    @property
+    def agreements(self) -> tuple[Agreement | None, Agreement | None]:
+        return self.agreement_a, self.agreement_b
+
+    @property
     def rate_a(self) -> float | None:
         return self.passed_a / self.runs if self.runs else None
 
@@ -62,7 +70,7 @@ class ComparisonReport:
     criteria: list[CriterionComparison]
     run_pass_to_fail: list[Any]
     run_fail_to_pass: list[Any]
-    run_labels: dict[str, str]  # run id → external id or id, for links
+    run_labels: dict[Any, str]  # run id → external id or id, for links
     verdicts: dict[tuple[Any, str], dict[str, Any]]  # (run, key) → {"a", "b", "human"}
 
     @property
@@ -71,6 +79,14 @@ class ComparisonReport:
 
     def sides(self) -> list[BatchProgress | None]:
         return [self.progress_a, self.progress_b]
+
+    @property
+    def named_sides(self) -> list[tuple[str, BatchProgress | None]]:
+        c = self.comparison
+        return [
+            (f"a: v{c.version_a.number} · {c.judge_a}", self.progress_a),
+            (f"b: v{c.version_b.number} · {c.judge_b}", self.progress_b),
+        ]
 
 
 def _criteria(version_id: Any) -> dict[str, Criterion]:
@@ -177,7 +193,7 @@ def comparison_report(*, comparison: Comparison) -> ComparisonReport:
     batches = [x for x in (comparison.batch_a, comparison.batch_b) if x is not None]
     progress = batches_progress(batches=batches) if batches else {}
     names = {
-        str(r.pk): str(r) for r in AgentRun.objects.filter(pk__in=run_ids).only("id", "external_id")
+        r.pk: str(r) for r in AgentRun.objects.filter(pk__in=run_ids).only("id", "external_id")
     }
     return ComparisonReport(
         comparison=comparison,
@@ -252,7 +268,7 @@ def comparison_export_rows(report: ComparisonReport) -> Iterator[dict[str, Any]]
     ):
         yield {
             "run_id": str(run_id),
-            "run": report.run_labels.get(str(run_id), str(run_id)),
+            "run": report.run_labels.get(run_id, str(run_id)),
             "criterion_id": key,
             "a": v["a"],
             "b": v["b"],

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from evalsite.errors import page_message
+from reviews.views_compare import gated_save
 from runs.scoring.text import count_criteria, parse_criteria
 from runs.selectors import rubric_stats
 from runs.services.try_it import rubric_try
@@ -284,6 +285,11 @@ def _save(
     draft = {"formset": formset, "meta": meta, "view_form": view_form, "rows": rows}
     if not view_form.is_valid():
         return _render_editor(request, rubric, **draft)
+    if rubric.gate and rubric.current_version_id:  # published once it passes the gate
+        note = meta.cleaned_data.get("note", "")
+        return gated_save(
+            request, rubric, {"criteria": criteria, "note": note, **view_form.cleaned_data}
+        )
     try:
         version, created = rubric_set_criteria(
             rubric=rubric,

@@ -1,0 +1,150 @@
+"""The comparison page, "compare draft with current" from the editor, the gate panel, and
+saving and publishing through the gate in the browser's forms (server side)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from reviews.services.gate import gate_set
+from rubrics.models import RubricVersion
+from runs.models import Comparison, GateState
+from tests.rubrics.test_views import draft_post
+
+from .conftest import judge_pending
+from .test_compare import DRAFT, labelled  # noqa: F401 - the fixture
+
+ROWS = [(c["key"], c["description"], c["required"]) for c in DRAFT]
+
+
+@pytest.fixture
+def client_for(db):
+    def make(user, enforce_csrf: bool = False) -> Client:
+        client = Client(enforce_csrf_checks=enforce_csrf)
+        client.force_login(user)
+        return client
+
+    return make
+
+
+def _compare(client: Client, rubric: Any, rows=ROWS, n: str = "10") -> Any:
+    url = reverse("reviews:compare_start", args=[rubric.id])
+    return client.post(url, draft_post(rubric, rows, "compare", compare_n=n))
+
+
+def test_compare_from_the_editor_opens_the_report_with_the_flips(
+    client_for,
+    teammate,
+    rubric,
+    labelled,  # noqa: F811
+):
+    _, failing = labelled
+    client = client_for(teammate)
+    response = _compare(client, rubric)
+    comparison = Comparison.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == reverse("reviews:comparison", args=[comparison.pk])
+    assert comparison.runs == 6 and not comparison.version_b.published
+    judge_pending()
+    page = client.get(response["Location"]).content.decode()
+    assert page.count('data-testid="flip-link"') == 3
+    for run in failing:
+        assert reverse("run_detail", args=[run.pk]) in page
+    csv = client.get(reverse("reviews:comparison_export", args=[comparison.pk, "csv"]))
+    assert csv.status_code == 200 and csv.content.decode().count("\n") == 19
+
+
+def test_criterion_text_on_the_comparison_page_is_escaped(
+    client_for,
+    teammate,
+    rubric,
+    labelled,  # noqa: F811
+):
+    rows = [*ROWS[:2], ("c3", 'Says "thanks" <script>alert(1)</script>', False)]
+    client = client_for(teammate)
+    page = client.get(_compare(client, rubric, rows)["Location"]).content.decode()
+    assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)" in page
+
+
+def test_a_bad_sample_size_says_so_on_the_editor(client_for, teammate, rubric, labelled):  # noqa: F811
+    response = _compare(client_for(teammate), rubric, n="0")
+    assert response.status_code == 302 and not Comparison.objects.exists()
+    page = client_for(teammate).get(response["Location"])
+    assert page.status_code == 200
+
+
+def test_another_teams_comparison_and_panel_are_404(
+    client_for,
+    teammate,
+    stranger,
+    rubric,
+    labelled,  # noqa: F811
+):
+    location = _compare(client_for(teammate), rubric)["Location"]
+    other = client_for(stranger)
+    assert other.get(location).status_code == 404
+    assert other.get(reverse("reviews:compare_panel", args=[rubric.id])).status_code == 404
+    assert _compare(other, rubric).status_code == 404
+
+
+def test_a_viewer_reads_the_panel_without_forms_and_cannot_compare(
+    client_for,
+    viewer,
+    rubric,
+    labelled,  # noqa: F811
+):
+    panel = client_for(viewer).get(reverse("reviews:compare_panel", args=[rubric.id]))
+    assert panel.status_code == 200 and "Save gate" not in panel.content.decode()
+    assert _compare(client_for(viewer), rubric).status_code == 403
+
+
+def test_the_forms_need_the_csrf_token(client_for, teammate, rubric, labelled):  # noqa: F811
+    client = client_for(teammate, enforce_csrf=True)
+    assert _compare(client, rubric).status_code == 403
+    url = reverse("reviews:gate_save", args=[rubric.id])
+    assert client.post(url, {"min_agreement": "0.8"}).status_code == 403
+
+
+def test_a_gate_without_labels_shows_how_to_label(client_for, teammate, rubric):
+    url = reverse("reviews:gate_save", args=[rubric.id])
+    response = client_for(teammate).post(url, {"min_agreement": "0.8"})
+    assert response.status_code == 422
+    assert "review queue" in response.content.decode()
+
+
+def test_saving_in_the_editor_under_a_gate_checks_it_then_shows_the_failing_criteria(
+    client_for,
+    owner,
+    teammate,
+    rubric,
+    labelled,  # noqa: F811
+):
+    gate_set(rubric=rubric, min_agreement=0.9)
+    client = client_for(teammate)
+    saved = client.post(
+        reverse("rubric_criteria", args=[rubric.id]), draft_post(rubric, ROWS, "save")
+    )
+    assert saved.status_code == 302
+    rubric.refresh_from_db()
+    assert rubric.current_version.number == 1  # not published yet
+    panel_url = reverse("reviews:compare_panel", args=[rubric.id])
+    assert "checking the gate" in client.get(panel_url).content.decode()
+    judge_pending()
+    draft = RubricVersion.objects.get(rubric=rubric, published=False)
+    publish_url = reverse("reviews:publish", args=[rubric.id, draft.number])
+    client.post(publish_url)  # settles the check: failed, not published
+    assert Comparison.objects.get().gate_state == GateState.FAILED
+    panel = client.get(panel_url).content.decode()
+    assert 'data-testid="gate-failing"' in panel and "c2" in panel
+    assert "Publish anyway" not in panel  # teammates are not owners
+    client.post(publish_url, {"override_reason": "because"})
+    draft.refresh_from_db()
+    assert not draft.published
+    client_for(owner).post(publish_url, {"override_reason": "known wording issue"})
+    draft.refresh_from_db()
+    assert draft.published and "known wording issue" in draft.gate_note
+    editor = client_for(owner).get(reverse("rubric_detail", args=[rubric.id])).content.decode()
+    assert "published over the gate by olivia: known wording issue" in editor
