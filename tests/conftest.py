@@ -232,3 +232,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.worker)
         if "chromium" in names:
             item.add_marker(pytest.mark.browser)
+
+
+# --- POST /api/score's own connections ----------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def _close_score_connections() -> Iterator[None]:
+    """Inline judging threads and idle LISTEN connections keep connections to the test
+    database between calls: close them after each test, so none outlives the database."""
+    yield
+    from runs.services.inline import inline_close
+    from runs.services.notify import notify_close
+
+    inline_close()
+    notify_close()

@@ -18,7 +18,8 @@ A waiter subscribes FIRST, then checks the database, so an end that committed be
 subscribed is not missed; then it re-checks on every notification and every SAFETY_INTERVAL
 seconds (a safety net, never what makes it fast). A channel that cannot be reached turns the
 wait into polling (logged once per outage), never into an error. Each waiter holds one
-connection for the length of its wait and always closes it.
+connection for the length of its wait; a PostgreSQL one is then handed to the next waiter of the
+process (UNLISTEN first; at most MAX_IDLE kept), a Redis one goes back to its pool.
 """
 
 from __future__ import annotations
@@ -202,23 +203,66 @@ def _channel_down(exc: BaseException) -> None:
 
 class _PgListener:
     def __init__(self, ids: list[str]) -> None:
-        self.conn = psycopg.connect(_pg_conninfo(), autocommit=True)
+        self.channels = {PG_PREFIX + uuid.UUID(i).hex for i in ids}
+        listen = sql.SQL("; ").join(
+            sql.SQL("LISTEN {}").format(sql.Identifier(c)) for c in sorted(self.channels)
+        )
+        self.conninfo = _pg_conninfo()
+        self.conn = _idle_connection(self.conninfo)
         try:
-            listen = sql.SQL("; ").join(
-                sql.SQL("LISTEN {}").format(sql.Identifier(PG_PREFIX + uuid.UUID(i).hex))
-                for i in ids
-            )
             self.conn.execute(listen)  # answered: the LISTENs are in force
-        except BaseException:
-            self.conn.close()
-            raise
+        except psycopg.Error:
+            self.conn.close()  # an idle connection the server dropped: one fresh try
+            self.conn = psycopg.connect(self.conninfo, autocommit=True)
+            self.conn.execute(listen)
 
     def wait(self, timeout: float) -> None:
-        for _ in self.conn.notifies(timeout=timeout, stop_after=1):
-            pass
+        deadline = time.monotonic() + timeout
+        while (remaining := deadline - time.monotonic()) > 0:
+            for note in self.conn.notifies(timeout=remaining, stop_after=1):
+                if note.channel in self.channels:  # not a late one for the previous holder
+                    return
 
     def close(self) -> None:
+        """UNLISTEN and keep the connection for the next waiter (at most MAX_IDLE of them per
+        process), else close it."""
+        try:
+            self.conn.execute("UNLISTEN *")
+        except psycopg.Error:
+            self.conn.close()
+            return
+        with _idle_lock:
+            idle = _idle.setdefault(self.conninfo, [])
+            if len(idle) < MAX_IDLE:
+                idle.append(self.conn)
+                return
         self.conn.close()
+
+
+# Connecting costs PostgreSQL a new backend process (several ms, more under load): waiters of
+# this process hand their LISTEN connections on instead. Bounded, and closed by notify_close().
+MAX_IDLE = 8
+_idle: dict[str, list[psycopg.Connection]] = {}
+_idle_lock = threading.Lock()
+
+
+def _idle_connection(conninfo: str) -> psycopg.Connection:
+    with _idle_lock:
+        idle = _idle.get(conninfo, [])
+        while idle:
+            conn = idle.pop()
+            if not conn.closed:
+                return conn
+    return psycopg.connect(conninfo, autocommit=True)
+
+
+def notify_close() -> None:
+    """Close this process's idle LISTEN connections (tests, shutdown)."""
+    with _idle_lock:
+        conns = [conn for idle in _idle.values() for conn in idle]
+        _idle.clear()
+    for conn in conns:
+        conn.close()
 
 
 def _pg_conninfo() -> str:

@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 
 from evalsite.errors import Conflict, TooManyRequests
 from rubrics.services import criteria_from_any, criteria_validate
@@ -25,8 +22,8 @@ from ..models import AgentRun, Evaluation, Kind
 from ..payloads import RunPayload
 from ..ratelimit import backend
 from ..selectors import evaluations_for_run
-from .execute import Outcome, evaluations_execute
 from .ingest import RunValidationError, run_ingest
+from .inline import score_inline
 from .notify import wait_for_evaluations
 
 logger = logging.getLogger(__name__)
@@ -154,59 +151,3 @@ def _judge_here(inline: bool) -> bool:
         return True
     after = settings.EVALSITE_SCORE_INLINE_WHEN_NO_WORKER
     return after > 0 and worker_missing_for(after)
-
-
-# --- Inline judging ----------------------------------------------------------------------------
-# The evaluations were also sent to the broker as usual: whoever claims one first (a
-# compare-and-set) judges it, the other skips it, and the lease guards the write. Judging runs in
-# a small pool of this process's threads, not in the request's, so the request can answer 202
-# when its time runs out while the judging goes on and is stored as a worker's would be.
-
-_pool: ThreadPoolExecutor | None = None
-_places: threading.BoundedSemaphore | None = None
-_pool_lock = threading.Lock()
-FINAL_OUTCOMES = ("succeeded", "failed")
-
-
-def _inline_pool() -> tuple[ThreadPoolExecutor, threading.BoundedSemaphore]:
-    global _pool, _places
-    with _pool_lock:
-        if _pool is None or _places is None:
-            size = max(1, settings.EVALSITE_SCORE_INLINE_MAX)
-            _pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix="inline-judge")
-            _places = threading.BoundedSemaphore(size)
-        return _pool, _places
-
-
-def score_inline(*, team: Team, evaluation_ids: list[Any], deadline: float) -> bool:
-    """Judge the evaluations in this process (claim, judge, write: runs.services.execute);
-    True when all of them ended here before ``deadline`` (time.monotonic()). False when a
-    worker claimed one first, a judge failure was transient, every inline place of this process
-    is taken (EVALSITE_SCORE_INLINE_MAX), or time ran out (the judging then goes on): the
-    caller then waits for the evaluations' ends."""
-    pool, places = _inline_pool()
-    if not places.acquire(blocking=False):
-        return False
-    ids = [str(i) for i in evaluation_ids]
-    try:
-        future: Future[list[Outcome]] = pool.submit(_execute_inline, ids, str(team.pk), places)
-    except BaseException:
-        places.release()
-        raise
-    try:
-        outcomes = future.result(timeout=max(0.0, deadline - time.monotonic()))
-    except FutureTimeout:
-        return False
-    except Exception:  # noqa: BLE001 - the evaluations stay queued for a worker
-        logger.exception("inline judging failed; waiting for a worker instead")
-        return False
-    return all(o.status in FINAL_OUTCOMES for o in outcomes)
-
-
-def _execute_inline(ids: list[str], team_id: str, places: threading.BoundedSemaphore):
-    try:
-        return evaluations_execute(evaluation_ids=ids, team=team_id)
-    finally:
-        # A pool thread outlives the request: it keeps no database connection between jobs.
-        connection.close()
-        places.release()
