@@ -10,12 +10,22 @@ flight:
   engine-logged
            the same with litellm's logging left on (ablation: what marking our calls as
            litellm-internal, runs/scoring/llm.py, buys)
+  scorer   RubricScorer.ascore in the caller's own loop (asyncio.run), as an agent loop scores:
+           5 criteria, batched; the direct transport for this OpenAI-compatible server
+  scorer-litellm
+           the same with JudgeConfig(transport="litellm")
 
 and prints calls/s, efficiency = ideal time (N × L / C) / measured time, and the client
 process's CPU time per call (the figure least disturbed by other load on the machine), with the
 machine's load average before and after, so figures taken under outside load can be told apart.
 
     .venv/bin/python bench/judge_overhead.py --calls 2000 --concurrency 32 --latency 0.2
+
+``--before REV`` also runs each mode on ``git archive REV`` (extracted to a temporary folder,
+put first on the child's PYTHONPATH), interleaved with this tree's run of the same mode, so a
+change is measured before and after side by side under the same load:
+
+    .venv/bin/python bench/judge_overhead.py --modes scorer --before HEAD~1 --repeat 3
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from functools import partial
 from pathlib import Path
@@ -144,8 +155,30 @@ def engine_one(url: str, mode: str):
     return one
 
 
+def scorer_one(url: str, mode: str):
+    from runs.scoring import JudgeConfig, RubricScorer
+
+    transport = "litellm" if mode == "scorer-litellm" else "auto"
+    config = JudgeConfig(
+        model="openai/bench-judge", api_base=url, api_key="bench", transport=transport
+    )
+    scorer = RubricScorer(config, criteria=[text for _, text in CRITERIA])
+    output = " ".join(f"word{n}" for n in range(5))
+
+    async def one(i: int) -> None:
+        result = await scorer.ascore(task=f"Task {i}: list the words.", output=f"{output} ({i})")
+        assert result.passed
+
+    return one
+
+
 def child(mode: str, url: str, calls: int, concurrency: int, gc_freeze: bool) -> None:
-    one = bare_one(url) if mode == "bare" else engine_one(url, mode)
+    if mode == "bare":
+        one = bare_one(url)
+    elif mode.startswith("scorer"):
+        one = scorer_one(url, mode)
+    else:
+        one = engine_one(url, mode)
     if gc_freeze:
         # What a worker can do after its imports: litellm leaves ~400k objects tracked by the
         # cyclic GC, and each full collection then stalls the event loop for ~0.3 s.
@@ -157,14 +190,26 @@ def child(mode: str, url: str, calls: int, concurrency: int, gc_freeze: bool) ->
     print(elapsed, cpu)
 
 
-def measure(mode: str, url: str, args: argparse.Namespace) -> tuple[float, float]:
+def measure(
+    mode: str, url: str, args: argparse.Namespace, tree: Path = ROOT
+) -> tuple[float, float]:
     cmd = [sys.executable, __file__, "--child", mode, "--url", url]
     cmd += ["--calls", str(args.calls), "--concurrency", str(args.concurrency)]
     cmd += ["--gc-freeze"] if args.gc_freeze else []
-    env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", PYTHONPATH=str(ROOT))
+    env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", PYTHONPATH=str(tree))
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
     elapsed, cpu = out.stdout.strip().splitlines()[-1].split()
     return float(elapsed), float(cpu)
+
+
+def extract(rev: str) -> Path:
+    """`git archive rev` in a temporary folder (left for the OS to clean: it is small)."""
+    folder = Path(tempfile.mkdtemp(prefix="judge-overhead-"))
+    archive = subprocess.run(
+        ["git", "archive", rev], cwd=ROOT, check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return folder
 
 
 def main() -> None:
@@ -179,6 +224,7 @@ def main() -> None:
         "--repeat", type=int, default=1, help="alternate the modes R times; report medians"
     )
     p.add_argument("--gc-freeze", action="store_true", help="gc.freeze() after imports, every mode")
+    p.add_argument("--before", help="also run each mode on this git revision, interleaved")
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--url", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -206,15 +252,20 @@ def main() -> None:
         )
         print(f"load average before: {load_average()}")
         modes = args.modes.split(",")
-        runs: dict[str, list[tuple[float, float]]] = {m: [] for m in modes}
+        trees = {"": ROOT}
+        if args.before:
+            trees = {f" @{args.before}": extract(args.before), " (this tree)": ROOT}
+        runs: dict[str, list[tuple[float, float]]] = {m + t: [] for m in modes for t in trees}
         for _ in range(args.repeat):  # interleaved, so a burst of outside load hits every mode
             for mode in modes:
-                runs[mode].append(measure(mode, f"http://127.0.0.1:{port}/v1", args))
-        for mode in modes:
-            elapsed = statistics.median(e for e, _ in runs[mode])
-            cpu = statistics.median(c for _, c in runs[mode])
+                for label, tree in trees.items():
+                    url = f"http://127.0.0.1:{port}/v1"
+                    runs[mode + label].append(measure(mode, url, args, tree))
+        for name, measured in runs.items():
+            elapsed = statistics.median(e for e, _ in measured)
+            cpu = statistics.median(c for _, c in measured)
             print(
-                f"{mode:>20}: {elapsed:6.2f} s  {args.calls / elapsed:7.1f} calls/s  "
+                f"{name:>32}: {elapsed:6.2f} s  {args.calls / elapsed:7.1f} calls/s  "
                 f"efficiency {ideal / elapsed:.2f}  client CPU {cpu / args.calls * 1000:.2f} ms/call"
             )
         print(f"load average after: {load_average()}")
