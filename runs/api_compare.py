@@ -167,6 +167,16 @@ def comparison_export(request: HttpRequest, comparison_id: UUID, q: Query[Export
     return export_response(report, q.format)
 
 
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cell(value: Any) -> Any:
+    """Spreadsheets run cells that start like a formula (an external id may): quote them."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
 def export_response(report: Any, fmt: str) -> HttpResponse:
     rows = list(comparison_export_rows(report))
     name = f"comparison-{report.comparison.pk}.{fmt}"
@@ -178,7 +188,7 @@ def export_response(report: Any, fmt: str) -> HttpResponse:
         fields = ["run_id", "run", "criterion_id", "a", "b", "flipped", "human"]
         writer = csv.DictWriter(out, fieldnames=fields)
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({k: _cell(v) for k, v in row.items()} for row in rows)
         response = HttpResponse(out.getvalue(), content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response
