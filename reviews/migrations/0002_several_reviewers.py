@@ -9,6 +9,8 @@ from collections import defaultdict
 import django.db.models.deletion
 from django.db import migrations, models
 
+BATCH = 1000
+
 
 def _key(row):
     if row.actor_id is not None:
@@ -28,25 +30,35 @@ def forwards(apps, schema_editor):
         # A revert changes the verdict of the reviewer it reverts.
         key = keys.get(row.reverts_id) if row.reverts_id else None
         keys[row.pk] = key or _key(row)
+    by_key = defaultdict(list)
     for pk, key in keys.items():
-        VerdictOverride.objects.filter(pk=pk).update(reviewer_key=key)
+        by_key[key].append(pk)
+    for key, pks in by_key.items():
+        for start in range(0, len(pks), BATCH):
+            VerdictOverride.objects.filter(pk__in=pks[start : start + BATCH]).update(
+                reviewer_key=key
+            )
     reviewers = defaultdict(set)
-    for label in VerdictLabel.objects.iterator(chunk_size=2000):
+    made = []
+    for label in VerdictLabel.objects.iterator(chunk_size=BATCH):
         key = keys[label.source_id]
-        ReviewerLabel.objects.create(
-            team_id=label.team_id,
-            run_id=label.run_id,
-            rubric_id=label.rubric_id,
-            criterion_key=label.criterion_key,
-            text_hash=label.text_hash,
-            description=label.description,
-            reviewer_key=key,
-            satisfied=label.satisfied,
-            note=label.note,
-            source_id=label.source_id,
-            updated_at=label.updated_at,
+        made.append(
+            ReviewerLabel(
+                team_id=label.team_id,
+                run_id=label.run_id,
+                rubric_id=label.rubric_id,
+                criterion_key=label.criterion_key,
+                text_hash=label.text_hash,
+                description=label.description,
+                reviewer_key=key,
+                satisfied=label.satisfied,
+                note=label.note,
+                source_id=label.source_id,
+                updated_at=label.updated_at,
+            )
         )
         reviewers[(label.run_id, label.rubric_id)].add(key)
+    ReviewerLabel.objects.bulk_create(made, batch_size=BATCH)
     for (run_id, rubric_id), found in reviewers.items():
         RunReview.objects.filter(run_id=run_id, rubric_id=rubric_id).update(reviewers=len(found))
 

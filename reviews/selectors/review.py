@@ -107,6 +107,11 @@ class RunReviewView:
     def labelled(self) -> int:
         return sum(1 for v in self.verdicts if v.verdict.human is not None)
 
+    @property
+    def disputed(self) -> list[VerdictRow]:
+        """Criteria whose reviewers' latest verdicts tie."""
+        return [v for v in self.verdicts if v.verdict.disputed]
+
 
 def _votes(evaluation: Evaluation) -> dict[tuple[str, str], list[Vote]]:
     """The reviewers' verdicts on the evaluation's run and rubric, by wording, oldest first."""

@@ -67,6 +67,8 @@ def test_two_signed_in_reviewers_who_disagree_make_a_disputed_criterion(
 
     queue = teo.get(reverse("reviews:queue", args=[rubric.id]) + "?second_opinion=1")
     assert 'badge-warn" title="Reviewers tie on 1 criterion">disputed' in queue.content.decode()
+    panel = teo.get(reverse("reviews:run_panel", args=[run.id])).content.decode()
+    assert 'data-testid="panel-disputed"' in panel and "disputed: c2" in panel
 
 
 def test_a_majority_of_two_to_one_shows_who_said_what(
