@@ -12,6 +12,8 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from evalsite.errors import Conflict
+
 from .models import (
     DEFAULT_RUN_TOKEN_BUDGET,
     Criterion,
@@ -20,6 +22,17 @@ from .models import (
     Rubric,
     RubricVersion,
 )
+
+
+class GateRequired(Conflict):
+    """A change to a rubric with a publishing gate: it goes live only through the gate."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "this rubric has a publishing gate: save the change as a draft "
+            "(POST /api/rubrics/{rubric}/drafts, or Save in the editor) and publish it through "
+            "the gate (POST /api/rubrics/{rubric}/versions/{number}/publish)"
+        )
 
 
 @dataclass(frozen=True)
@@ -262,6 +275,8 @@ def version_if_changed(
                 taught_note = _examples_note(had, examples)
                 if _same_criteria(current, wanted) and old == new and not taught_note:
                     return current, False  # type: ignore[return-value]
+                if locked.gate and current is not None:
+                    raise GateRequired()
                 if current is not None:
                     note = note or "; ".join(p for p in (_view_note(old, new), taught_note) if p)
                 version = version_create(

@@ -107,3 +107,24 @@ def test_without_a_gate_publishing_a_draft_is_immediate(api, rubric):
     response = api.post(f"/rubrics/{rubric.slug}/versions/{number}/publish", {})
     assert response.status_code == 200 and response.json()["version"]["published"] is True
     assert_error(api.post(f"/rubrics/{rubric.slug}/versions/{number}/publish", {}), 409)
+
+
+def test_under_a_gate_criteria_writes_through_the_rubric_api_are_a_409(api, rubric, labelled):  # noqa: F811
+    api.put(f"/rubrics/{rubric.slug}/gate", {"max_drop": 0.1})
+    text = '- Mentions "refund"\n- Mentions "sent"\n- [optional] Says "thanks"'
+    refused = assert_error(api.put(f"/rubrics/{rubric.slug}/criteria", {"criteria": text}), 409)
+    assert "publishing gate" in refused["message"]
+    assert_error(api.patch(f"/rubrics/{rubric.slug}", {"judge_view": "conversation"}), 409)
+    # Unchanged criteria create nothing and pass; removing the gate restores direct writes.
+    api.put(f"/rubrics/{rubric.slug}/gate", {})
+    assert api.put(f"/rubrics/{rubric.slug}/criteria", {"criteria": text}).status_code == 201
+
+
+def test_the_csv_export_quotes_cells_that_would_start_a_formula(api, rubric, judged_run):
+    judged_run(external_id="=HYPERLINK(1)")
+    comparison = api.post(
+        "/comparisons", {"rubric": rubric.slug, "b": {"draft": {"criteria": DRAFT}}}
+    ).json()
+    judge_pending()
+    text = api.get(f"/comparisons/{comparison['id']}/export", format="csv").content.decode()
+    assert "'=HYPERLINK(1)" in text and ",=HYPERLINK" not in text
