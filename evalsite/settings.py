@@ -303,8 +303,9 @@ EVALSITE_NOTIFY_URL = os.environ.get("EVALSITE_NOTIFY_URL", "")
 # The web process judges a score call's evaluations itself (as a worker would) when no worker
 # has been seen for this many seconds; 0: only when the call asks ("inline": true).
 EVALSITE_SCORE_INLINE_WHEN_NO_WORKER = env_float("EVALSITE_SCORE_INLINE_WHEN_NO_WORKER", 0.0)
-# Inline judgings at once per web process; a call beyond that waits for a worker instead.
-EVALSITE_SCORE_INLINE_MAX = env_int("EVALSITE_SCORE_INLINE_MAX", 16)
+# Inline judgings at once per web process (each of its threads keeps a database connection);
+# a call beyond that waits for a worker instead.
+EVALSITE_SCORE_INLINE_MAX = env_int("EVALSITE_SCORE_INLINE_MAX", 4)
 # Unfinished re-score batches per team (0: no cap).
 EVALSITE_TEAM_MAX_ACTIVE_BATCHES = env_int("EVALSITE_TEAM_MAX_ACTIVE_BATCHES", 20)
 

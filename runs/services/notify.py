@@ -241,7 +241,7 @@ class _PgListener:
 
 # Connecting costs PostgreSQL a new backend process (several ms, more under load): waiters of
 # this process hand their LISTEN connections on instead. Bounded, and closed by notify_close().
-MAX_IDLE = 8
+MAX_IDLE = 2
 _idle: dict[str, list[psycopg.Connection]] = {}
 _idle_lock = threading.Lock()
 
