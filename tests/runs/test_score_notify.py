@@ -16,6 +16,7 @@ import redis
 from django.conf import settings as django_settings
 from django.db import connection, transaction
 
+from runs.liveness import worker_missing_for
 from runs.models import AgentRun, CriterionVerdict, Evaluation
 from runs.payloads import RunPayload
 from runs.services import evaluation_execute
@@ -270,3 +271,8 @@ def test_inline_scoring_racing_a_worker_stores_one_result_per_evaluation(worker,
         assert CriterionVerdict.objects.filter(run=run).count() == 3
         alignment = next(e for e in evaluations if e.kind == "alignment")
         assert alignment.alignment.count() == 1
+
+
+@pytest.mark.worker
+def test_a_running_worker_is_seen_by_its_heartbeat(worker):
+    assert wait_for(lambda: not worker_missing_for(60), message="the worker's first heartbeat")
