@@ -1,4 +1,4 @@
-"""Comparison and publishing-gate pages: the comparison report, "compare the draft with the
+"""Comparison and publishing-gate pages (URLs under /reviews/, reviews.urls): the comparison report, "compare the draft with the
 current version" from the rubric editor, the editor's gate panel (gate settings, drafts and
 their gate checks, publish / publish anyway), and the editor's save when a gate is set."""
 
@@ -14,6 +14,9 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from evalsite.errors import AppError, page_message
+from reviews.selectors.compare import FLIPS_SHOWN, comparison_report
+from reviews.services.compare import MAX_LATEST, SampleIn, SideIn, comparison_start
+from reviews.services.gate import GATE_FIELDS, gate_set, publish_request
 from rubrics.drafts import draft_create
 from rubrics.forms import CriteriaFormSet, DraftViewForm, draft_criteria, draft_rows_from_formset
 from rubrics.models import Rubric, RubricVersion
@@ -22,10 +25,6 @@ from runs.models import Comparison, ComparisonPurpose, GateState
 from runs.services.compare import comparison_get
 from teams.access import editor_required, team_object_or_404, team_required
 from teams.models import Role
-
-from .selectors.compare import FLIPS_SHOWN, comparison_report
-from .services.compare import MAX_LATEST, SampleIn, SideIn, comparison_start
-from .services.gate import GATE_FIELDS, gate_set, publish_request
 
 
 def _rubric(request: HttpRequest, rubric_id: Any) -> Rubric:

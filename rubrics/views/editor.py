@@ -14,7 +14,6 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from evalsite.errors import page_message
-from reviews.views_compare import gated_save
 from runs.scoring.text import count_criteria, parse_criteria
 from runs.selectors import rubric_stats
 from runs.services.try_it import rubric_try
@@ -50,6 +49,7 @@ from ..services import (
     rubric_set_criteria,
     rubric_update,
 )
+from .compare import gated_save
 
 
 def redirect_after_post(request: TeamRequest, url: str) -> HttpResponse:
