@@ -60,6 +60,8 @@ class _Pool:
             try:
                 future.set_result(evaluations_execute(evaluation_ids=ids, team=team_id))
             except BaseException as exc:  # noqa: BLE001 - handed to the waiting request
+                # Logged here too: the request may have answered 202 and gone.
+                logger.exception("inline judging of %s failed", ids)
                 future.set_exception(exc)
             finally:
                 close_old_connections()
@@ -107,7 +109,6 @@ def score_inline(*, team: Team, evaluation_ids: list[Any], deadline: float) -> b
         outcomes = future.result(timeout=max(0.0, deadline - time.monotonic()))
     except FutureTimeout:
         return False
-    except Exception:  # noqa: BLE001 - the evaluations stay queued for a worker
-        logger.exception("inline judging failed; waiting for a worker instead")
+    except Exception:  # noqa: BLE001 - logged by the pool; the evaluations are a worker's
         return False
     return all(o.status in FINAL_OUTCOMES for o in outcomes)
