@@ -18,6 +18,7 @@ from evalsite.errors import Conflict
 from .models import Criterion, Rubric, RubricVersion
 from .services import (
     RubricValidationError,
+    _instructions_errors,
     criteria_from_any,
     criteria_validate,
     judge_view_validate,
@@ -56,6 +57,8 @@ def draft_create(
     if not parsed:
         raise RubricValidationError({"criteria": "a draft needs at least one criterion"})
     criteria_validate(parsed)
+    if errors := _instructions_errors(instructions):  # the limit versions have, named
+        raise RubricValidationError(errors)
     with transaction.atomic():
         locked = Rubric.objects.select_for_update().get(pk=rubric.pk)
         current = locked.current_version

@@ -128,3 +128,11 @@ def test_the_csv_export_quotes_cells_that_would_start_a_formula(api, rubric, jud
     judge_pending()
     text = api.get(f"/comparisons/{comparison['id']}/export", format="csv").content.decode()
     assert "'=HYPERLINK(1)" in text and ",=HYPERLINK" not in text
+
+
+def test_a_draft_with_too_long_instructions_is_a_422_naming_the_limit(api, rubric):
+    response = api.post(
+        f"/rubrics/{rubric.slug}/drafts", {"criteria": DRAFT, "instructions": "x" * 4001}
+    )
+    assert ["body", "payload", "instructions"] in field_locs(response)
+    assert "4,000" in response.json()["detail"][0]["msg"]
