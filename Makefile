@@ -6,10 +6,11 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 
 .PHONY: run test test-fast test-only install lint typecheck bench-throughput bench-pages bench-rescore clean
 
-$(BIN)/.installed: pyproject.toml constraints.txt
+$(BIN)/.installed: pyproject.toml constraints.txt clients/python/pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ./clients/python
 	touch $@
 
 install: $(BIN)/.installed

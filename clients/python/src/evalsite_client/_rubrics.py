@@ -1,0 +1,125 @@
+"""Rubrics and their versions, judge connections, the team's webhook secret and the
+OpenTelemetry services' default rubrics. ``rubric`` is a rubric's id or slug; ``connection``
+a connection's id or name."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, cast
+
+from ._base import BaseClient, body
+from .types import Connection, OtelService, Rubric, RubricPage, Version, VersionPage, WebhookSecret
+
+Criteria = str | list[dict[str, Any]]
+
+
+class RubricsMixin(BaseClient):
+    # --- Rubrics ------------------------------------------------------------------------------
+
+    def list_rubrics(
+        self, *, include_archived: bool = False, cursor: str | None = None, limit: int | None = None
+    ) -> RubricPage:
+        params = body(include_archived=include_archived, cursor=cursor, limit=limit)
+        return cast(RubricPage, self._json("rubrics_api_list_rubrics", params=params))
+
+    def iter_rubrics(self, *, include_archived: bool = False) -> Iterator[Rubric]:
+        return self._pages(
+            "rubrics_api_list_rubrics", None, {"include_archived": include_archived, "limit": 200}
+        )
+
+    def create_rubric(
+        self, name: str, *, criteria: Criteria | None = None, slug: str | None = None, **fields: Any
+    ) -> Rubric:
+        """Create a rubric (version 1 when ``criteria`` are given). ``fields``: description,
+        judge_connection, judge_model, judge_params, scale, strategy, alignment_mode,
+        alignment_weights, judge_view, run_token_budget."""
+        payload = body(name=name, criteria=criteria, slug=slug) | fields
+        return cast(Rubric, self._json("rubrics_api_create_rubric", json=payload))
+
+    def get_rubric(self, rubric: str) -> Rubric:
+        return cast(Rubric, self._json("rubrics_api_get_rubric", {"rubric": rubric}))
+
+    def update_rubric(self, rubric: str, **fields: Any) -> Rubric:
+        """Change the fields given (a ``judge_connection=None`` sends null: the deployment's
+        judge). A new ``judge_view`` or ``run_token_budget`` makes a new version."""
+        path = {"rubric": rubric}
+        return cast(Rubric, self._json("rubrics_api_update_rubric", path, json=fields))
+
+    def archive_rubric(self, rubric: str) -> Rubric:
+        return cast(Rubric, self._json("rubrics_api_archive_rubric", {"rubric": rubric}))
+
+    def set_criteria(
+        self,
+        rubric: str,
+        criteria: Criteria,
+        *,
+        note: str = "",
+        judge_view: str | None = None,
+        run_token_budget: int | None = None,
+        instructions: str | None = None,
+    ) -> Version:
+        """A new version with these criteria (the current one when nothing changed)."""
+        payload = body(
+            criteria=criteria, note=note, judge_view=judge_view,
+            run_token_budget=run_token_budget, instructions=instructions,
+        )  # fmt: skip
+        path = {"rubric": rubric}
+        return cast(Version, self._json("rubrics_api_set_criteria", path, json=payload))
+
+    def list_versions(
+        self, rubric: str, *, cursor: str | None = None, limit: int | None = None
+    ) -> VersionPage:
+        path, params = {"rubric": rubric}, body(cursor=cursor, limit=limit)
+        return cast(VersionPage, self._json("rubrics_api_list_versions", path, params=params))
+
+    def get_version(self, rubric: str, number: int) -> Version:
+        path = {"rubric": rubric, "number": number}
+        return cast(Version, self._json("rubrics_api_get_version", path))
+
+    # --- Judge connections ----------------------------------------------------------------------
+
+    def list_connections(self) -> list[Connection]:
+        return cast(list[Connection], self._json("teams_api_connections_list_connections"))
+
+    def create_connection(
+        self,
+        name: str,
+        model: str,
+        *,
+        api_base: str = "",
+        api_key: str | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> Connection:
+        payload = body(name=name, model=model, api_base=api_base, api_key=api_key, params=params)
+        return cast(Connection, self._json("teams_api_connections_create_connection", json=payload))
+
+    def get_connection(self, connection: str) -> Connection:
+        path = {"connection": connection}
+        return cast(Connection, self._json("teams_api_connections_get_connection", path))
+
+    def update_connection(self, connection: str, **fields: Any) -> Connection:
+        """Change the fields given; ``api_key=None`` removes the key."""
+        path = {"connection": connection}
+        return cast(
+            Connection,
+            self._json("teams_api_connections_update_connection", path, json=fields),
+        )
+
+    def delete_connection(self, connection: str) -> None:
+        self._request("teams_api_connections_delete_connection", {"connection": connection})
+
+    # --- Team -----------------------------------------------------------------------------------
+
+    def rotate_webhook_secret(self) -> WebhookSecret:
+        """A new secret for the team's webhook signatures: shown this once."""
+        return cast(WebhookSecret, self._json("teams_api_team_rotate_webhook_secret"))
+
+    # --- OpenTelemetry services -----------------------------------------------------------------
+
+    def list_otel_services(self) -> list[OtelService]:
+        return cast(list[OtelService], self._json("runs_api_otel_list_services"))
+
+    def set_otel_service(self, service_name: str, rubric: str | None) -> list[OtelService]:
+        """The default rubric of spans from ``service_name`` (None removes it)."""
+        payload = {"service_name": service_name, "rubric": rubric}
+        return cast(list[OtelService], self._json("runs_api_otel_set_service", json=payload))
