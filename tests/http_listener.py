@@ -1,6 +1,8 @@
 """A tiny HTTP listener on 127.0.0.1 that records every request (method, path, headers) and
 answers with a fixed status, headers and body: the stand-in for "some other server" a judge
-request must never reach, or a server answering with a redirect."""
+request must never reach, or a server answering with a redirect. ``script`` holds answers given
+first, one per request, in order (e.g. a 429 then the fixed 200); ``Seen.body`` is the request
+body."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ class Seen:
     method: str
     path: str
     headers: dict[str, str]
+    body: bytes = b""
 
     def credentials(self) -> dict[str, str]:
         return {k: v for k, v in self.headers.items() if k in CREDENTIAL_HEADERS}
@@ -29,6 +32,7 @@ class Listener:
     reason: str | None = None  # the status line's phrase; None: the standard one
     headers: dict[str, str] = field(default_factory=dict)
     seen: list[Seen] = field(default_factory=list)
+    script: list[tuple[int, dict[str, str], bytes]] = field(default_factory=list)
     _server: Any = None
 
     @property
@@ -41,19 +45,22 @@ class Listener:
         class Handler(BaseHTTPRequestHandler):
             def _answer(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
-                if length:
-                    self.rfile.read(length)
-                listener.seen.append(
-                    Seen(self.command, self.path, {k.lower(): v for k, v in self.headers.items()})
+                sent = self.rfile.read(length) if length else b""
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                listener.seen.append(Seen(self.command, self.path, headers, sent))
+                status, answer_headers, body = (
+                    listener.script.pop(0)
+                    if listener.script
+                    else (listener.status, listener.headers, listener.body)
                 )
-                self.send_response(listener.status, listener.reason)
-                for name, value in listener.headers.items():
+                self.send_response(status, listener.reason)
+                for name, value in answer_headers.items():
                     self.send_header(name, value)
-                self.send_header("Content-Length", str(len(listener.body)))
+                self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(listener.body)
+                self.wfile.write(body)
 
-            do_GET = do_POST = _answer
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _answer
 
             def log_message(self, *args: Any) -> None:
                 pass
