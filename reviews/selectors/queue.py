@@ -40,10 +40,15 @@ class QueueFilters:
 
 
 def queue_runs(
-    *, rubric: Rubric, filters: QueueFilters, flagged_keys: list[str] | None = None
+    *,
+    rubric: Rubric,
+    filters: QueueFilters,
+    flagged_keys: list[str] | None = None,
+    review: Q | None = None,
 ) -> QuerySet[AgentRun]:
     """The rubric's judged runs with their review state as ``rv`` (a filtered relation), in
-    queue order: unreviewed first, then newest first."""
+    queue order: unreviewed first, then newest first. ``review``: more conditions on ``rv``,
+    applied in the same filter() call (each further filter() on ``rv`` would join again)."""
     qs = (
         AgentRun.objects.filter(team_id=rubric.team_id, rubric=rubric, passed__isnull=False)
         .annotate(rv=FilteredRelation("reviews", condition=Q(reviews__rubric=rubric)))
@@ -63,8 +68,11 @@ def queue_runs(
         qs = qs.filter(pk__in=_unstable_runs(rubric))
     if filters.poor_agreement:
         qs = qs.filter(pk__in=_runs_on_criteria(rubric, flagged_keys or []))
+    on_review = review or Q()
     if filters.second_opinion:
-        qs = qs.filter(Q(rv__reviewers=1) | Q(rv__disputed__gt=0))
+        on_review &= Q(rv__reviewers=1) | Q(rv__disputed__gt=0)
+    if on_review:
+        qs = qs.filter(on_review)
     return qs.order_by(F("rv__reviewed_at").asc(nulls_first=True), "-created_at", "-id")
 
 
@@ -119,7 +127,12 @@ def review_queue(
     """One page of the queue and its progress ("37 of 120 reviewed"). Three queries."""
     qs = queue_runs(rubric=rubric, filters=filters, flagged_keys=flagged_keys)
     total = qs.count()
-    reviewed = qs.filter(rv__reviewed_at__isnull=False).count()  # type: ignore[misc]
+    reviewed = queue_runs(
+        rubric=rubric,
+        filters=filters,
+        flagged_keys=flagged_keys,
+        review=Q(rv__reviewed_at__isnull=False),
+    ).count()
     pages = max(1, -(-total // QUEUE_PAGE))
     page = min(max(1, page), pages)
     now = timezone.now()

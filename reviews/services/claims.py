@@ -72,16 +72,13 @@ def claim_next(
     claim_release(rubric=rubric, user=user)
     filters = filters or QueueFilters()
     now = timezone.now()
-    qs = queue_runs(rubric=rubric, filters=filters, flagged_keys=flagged_keys).filter(
-        Q(rv__claimed_by__isnull=True) | Q(rv__claim_expires_at__lte=now)
-    )
+    free = Q(rv__claimed_by__isnull=True) | Q(rv__claim_expires_at__lte=now)
+    if not filters.second_opinion:
+        free &= Q(rv__reviewed_at__isnull=True) & (Q(rv__disputed__isnull=True) | Q(rv__disputed=0))
+    qs = queue_runs(rubric=rubric, filters=filters, flagged_keys=flagged_keys, review=free)
     if filters.second_opinion:
         mine = ReviewerLabel.objects.filter(rubric=rubric, reviewer_key=Reviewer(user=user).key)
         qs = qs.exclude(pk__in=mine.values("run_id"))
-    else:
-        qs = qs.filter(Q(rv__reviewed_at__isnull=True)).filter(
-            Q(rv__disputed__isnull=True) | Q(rv__disputed=0)
-        )
     if skip is not None:
         qs = qs.exclude(pk=skip)
     for _ in range(3):

@@ -5,6 +5,8 @@ import importlib
 
 import pytest
 from django.apps import apps
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from reviews.models import ReviewerLabel, RunReview, VerdictLabel, VerdictOverride
 from reviews.selectors import QueueFilters, review_queue, run_review_get
@@ -196,3 +198,17 @@ def test_the_data_migration_turns_each_single_label_into_its_reviewers_verdict(
     revert = VerdictOverride.objects.get(run=run, action="revert")
     assert revert.reviewer_key == f"user:{other_reviewer.user.pk}"  # the reverted reviewer's
     assert RunReview.objects.get(run=run).reviewers == 3
+
+
+@pytest.mark.parametrize("filters", [QueueFilters(), SECOND], ids=["plain", "second opinion"])
+def test_handing_out_a_run_joins_each_runs_review_row_once(
+    judged_run, rubric, owner, reviewer, filters
+):
+    review_confirm(run=judged_run(), criterion_key="c1", reviewer=reviewer)
+
+    with CaptureQueriesContext(connection) as ctx:
+        claim_next(rubric=rubric, user=owner, filters=filters)
+        review_queue(rubric=rubric, filters=filters)
+
+    reads = [q["sql"] for q in ctx.captured_queries if 'FROM "runs_agentrun"' in q["sql"]]
+    assert reads and all(sql.count('JOIN "reviews_runreview"') <= 1 for sql in reads)
