@@ -12,6 +12,7 @@ from email.utils import formatdate
 import pytest
 from evalsite_client import Client, ConfigurationError, EvalsiteError
 from evalsite_client._http import retry_after_seconds
+from evalsite_client.gate import CriterionRate, GateReport
 
 from tests.http_listener import Listener
 
@@ -210,3 +211,13 @@ def test_the_url_and_key_come_from_the_environment_or_the_error_names_them(monke
     monkeypatch.setenv("EVALSITE_API_KEY", "es_1")
     with Client() as client:
         assert client.url == "https://evalsite.example.com"
+
+
+def test_a_gate_that_measured_nothing_never_passes():
+    unmeasured = GateReport(
+        "golden", "support", 2, "cal", runs=1, criteria=[CriterionRate("c1", "x", True)]
+    )
+    measured = GateReport("golden", "support", 2, "cal", runs=1, passed=1, total=1)
+
+    assert unmeasured.reasons(None, 0.9) == ["nothing was measured: no verdict to count"]
+    assert measured.reasons(None, 0.9) == []

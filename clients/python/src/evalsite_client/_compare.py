@@ -58,8 +58,9 @@ class CompareMixin(BaseClient):
         timeout: float | None = None,
         on_progress: Callable[[dict[str, Any]], None] | None = None,
     ) -> dict[str, Any]:
-        """The report once both sides were judged."""
-        return self._wait(
+        """The report once both sides were judged (read once more after ``done`` was seen,
+        as ``wait_calibration`` does, so its figures are whole)."""
+        self._wait(
             lambda: self.get_comparison(comparison_id),
             lambda report: bool(report["done"]),
             poll=poll,
@@ -67,6 +68,7 @@ class CompareMixin(BaseClient):
             what=f"comparison {comparison_id}",
             on_progress=on_progress,
         )
+        return self.get_comparison(comparison_id)
 
     def export_comparison(self, comparison_id: str, *, format: str = "csv") -> str:
         """One row per run and criterion (``csv`` or ``jsonl``), as text."""

@@ -112,8 +112,12 @@ class ReviewsMixin(BaseClient):
         timeout: float | None = None,
         on_progress: Callable[[Calibration], None] | None = None,
     ) -> Calibration:
-        """The calibration once every judgement it asked for ended."""
-        return self._wait(
+        """The calibration once every judgement it asked for ended.
+
+        Read once more after ``done`` was seen: the server computes a report's figures before
+        its progress, so the answer that first says ``done`` may hold figures from a moment
+        before the last judgement ended; any answer after it is whole."""
+        self._wait(
             lambda: self.get_calibration(calibration_id),
             lambda c: c["progress"]["done"],
             poll=poll,
@@ -121,3 +125,4 @@ class ReviewsMixin(BaseClient):
             what=f"calibration {calibration_id}",
             on_progress=on_progress,
         )
+        return self.get_calibration(calibration_id)

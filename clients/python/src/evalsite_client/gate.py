@@ -61,6 +61,8 @@ class GateReport:
     def reasons(self, min_pass_rate: float | None, min_criterion: float | None) -> list[str]:
         """Why the gate fails (empty: it passes)."""
         out = [f"{len(self.failures)} evaluation(s) failed"] if self.failures else []
+        if not self.total:
+            out.append("nothing was measured: no verdict to count")
         rate = self.pass_rate
         if min_pass_rate is not None and (rate is None or rate < min_pass_rate):
             out.append(f"pass rate {pct(rate)} is below {pct(min_pass_rate)}")
