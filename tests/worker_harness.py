@@ -153,7 +153,11 @@ def _no_stray_worker(request) -> None:
     names = request.fixturenames
     if "worker" in names or "start_worker" in names:
         return
-    if "transactional_db" in names or "live_server" in names:
+    marker = request.node.get_closest_marker("django_db")
+    committed = marker is not None and (
+        marker.kwargs.get("transaction") or marker.kwargs.get("serialized_rollback")
+    )
+    if committed or "transactional_db" in names or "live_server" in names:
         request.getfixturevalue("shared_worker").stop()
 
 
