@@ -9,67 +9,40 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Coroutine
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from datetime import timedelta
-from functools import lru_cache
-from typing import Any, Literal, NamedTuple, cast
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from rubrics.judging import judge_for
-from rubrics.selectors import version_criteria, version_examples
 from runs.judge_runtime import claim_room, run_judged
 from runs.scoring import (
-    AlignmentScorer,
-    AlignmentWeights,
-    Example,
-    JudgeConfig,
     JudgeError,
     PermanentJudgeError,
-    PriorVerdict,
-    RubricScorer,
     ScoringInputError,
     TransientJudgeError,
 )
-from runs.scoring import Criterion as CriterionSpec
 from runs.scoring.fairshare import TENANT
 from runs.scoring.redact import internal_error, new_ref, tenant_error
-from runs.scoring.render import RunView
-from teams.selectors import judge_connections_by_id
 
-from ..models import AgentRun, CriterionVerdict, Evaluation, Kind, Status
+from ..models import AgentRun, Evaluation, Kind, Status
 from ..ratelimit import judge_admit, limit_for
 from .estimates import evaluation_plan
 from .evaluations import evaluation_publish_later
 from .groupcommit import GroupCommit
-from .judge_view import run_rendered
+from .plans import Plan, alignment_scoring, plans_read, rubric_scoring
 from .results import Finished, record_failure, record_many, run_refresh
 
 logger = logging.getLogger(__name__)
-AlignmentModeName = Literal["user", "system", "both"]
 
 
 @dataclass(frozen=True)
 class Outcome:
     status: str  # "skipped", "succeeded", "failed", "retrying", "deferred", "lost_lease"
     retry_in: float | None = None
-
-
-@dataclass(frozen=True)
-class Plan:
-    """What judging a claimed evaluation needs, read with its claim."""
-
-    judge: JudgeConfig
-    shown: RunView | None = None  # the run as the judge sees it (None: not rendered yet)
-    criteria: list[CriterionSpec] = field(default_factory=list)
-    criteria_ids: dict[str, Any] = field(default_factory=dict)
-    reuse: dict[str, PriorVerdict] = field(default_factory=dict)
-    instructions: str = ""  # the rubric version's judge instructions and graded examples
-    examples: tuple[Example, ...] = ()
 
 
 class Claim(NamedTuple):
@@ -124,187 +97,13 @@ def evaluations_claim(ids: list[str]) -> list[Claim | None]:
         AgentRun.objects.filter(pk__in={e.run_id for e in rows}, status=Status.QUEUED).update(
             status=Status.RUNNING
         )
-        plans = _plans(rows)  # inside: a failing lookup must not leave claims nobody judges
+        plans = plans_read(rows)  # inside: a failing lookup must not leave claims nobody judges
     for evaluation, plan in zip(rows, plans, strict=True):
         out[wanted[evaluation.id]] = Claim(evaluation, token, plan)
     return out
 
 
 _claims: GroupCommit[str, Claim | None] = GroupCommit(evaluations_claim)
-
-
-def _plans(evaluations: list[Evaluation]) -> list[Plan]:
-    plans = []
-    # The group's judge connections in one query (none when no evaluation has one).
-    connections = judge_connections_by_id(
-        ids={e.judge_config.get("connection") for e in evaluations} - {None}
-    )
-    for evaluation in evaluations:
-        judge = judge_for(evaluation, connections)
-        shown = run_rendered(
-            evaluation.run,
-            model=judge.model,
-            view=evaluation.judge_view,
-            budget=evaluation.run_token_budget,
-        )
-        if evaluation.kind == Kind.RUBRIC:
-            criteria, criteria_ids = _criteria(evaluation)
-            instructions, examples = _taught(evaluation)
-            plans.append(Plan(judge, shown, criteria, criteria_ids, {}, instructions, examples))
-        else:
-            plans.append(Plan(judge, shown))
-    reuse = _reusable(list(zip(evaluations, plans, strict=True)))
-    return [
-        replace(plan, reuse=reuse[evaluation.id]) if evaluation.id in reuse else plan
-        for evaluation, plan in zip(evaluations, plans, strict=True)
-    ]
-
-
-def _criteria(evaluation: Evaluation) -> tuple[list[CriterionSpec], dict[str, Any]]:
-    """The criteria to judge and a map from criterion key to its stored row id."""
-    if evaluation.rubric_version_id:
-        return criterion_specs(evaluation.rubric_version_id)
-    items = evaluation.inline_criteria or []
-    specs = [
-        CriterionSpec(
-            id=f"c{i + 1}", description=c["description"], required=c.get("required", True)
-        )
-        for i, c in enumerate(items)
-    ]
-    return specs, {}
-
-
-def criterion_specs(version_id: Any) -> tuple[list[CriterionSpec], dict[str, Any]]:
-    """A rubric version's criteria as the engine takes them, in order, and a map from
-    criterion key to row id. Versions never change once written (rubrics.services makes a new
-    version for every edit), so each process reads them once; callers get their own copies."""
-    specs, ids = _criterion_specs(version_id)
-    return list(specs), dict(ids)
-
-
-@lru_cache(maxsize=1024)
-def _criterion_specs(version_id: Any) -> tuple[tuple[CriterionSpec, ...], dict[str, Any]]:
-    rows = version_criteria(version_id=version_id)
-    specs = tuple(
-        CriterionSpec(id=c.key, description=c.description, required=c.required) for c in rows
-    )
-    return specs, {c.key: c.id for c in rows}
-
-
-def _taught(evaluation: Evaluation) -> tuple[str, tuple[Example, ...]]:
-    version = evaluation.rubric_version
-    if version is None:
-        return "", ()
-    return version.instructions, _version_examples(version.pk)
-
-
-@lru_cache(maxsize=1024)
-def _version_examples(version_id: Any) -> tuple[Example, ...]:
-    rows = version_examples(version_id=version_id)
-    return tuple(Example(e.criterion_key, e.excerpt, e.satisfied, e.reason) for e in rows)
-
-
-def _scorer(
-    judge: JudgeConfig, criteria: Any, scale: float, strategy: str, instructions: str, examples: Any
-) -> RubricScorer:
-    return RubricScorer(
-        judge=judge,
-        criteria=criteria,
-        scale=scale,
-        strategy="independent" if strategy == "independent" else "batched",
-        instructions=instructions,
-        examples=examples,
-        max_examples_per_criterion=settings.EVALSITE_MAX_EXAMPLES_PER_CRITERION,
-    )
-
-
-def _reusable(items: list[tuple[Evaluation, Plan]]) -> dict[Any, dict[str, PriorVerdict]]:
-    """Stored verdicts each rubric evaluation may reuse (same judge, prompt version, criterion
-    and texts: runs.scoring.verdict_key), by evaluation id; one query for all of them."""
-    keys_of: dict[Any, tuple[Any, list[str]]] = {}
-    for evaluation, plan in items:
-        if evaluation.kind != Kind.RUBRIC or evaluation.force or not plan.criteria:
-            continue
-        assert plan.shown is not None  # rendered for every claimed evaluation
-        scorer = _scorer(plan.judge, plan.criteria, 1, "", plan.instructions, plan.examples)
-        keys = scorer.verdict_keys(plan.criteria, plan.shown)
-        keys_of[evaluation.id] = (evaluation.team_id, list(keys.values()))
-    if not keys_of:
-        return {}
-    rows = (
-        CriterionVerdict.objects.filter(
-            team_id__in={team for team, _ in keys_of.values()},
-            verdict_key__in={key for _, keys in keys_of.values() for key in keys},
-            evaluation__status=Status.SUCCEEDED,
-        )
-        .order_by("run_created_at")
-        .values(
-            "id", "team_id", "verdict_key", "satisfied", "reasoning", "reused_from_id", "evidence"
-        )
-    )
-    found: dict[tuple[Any, str], PriorVerdict] = {}
-    for row in rows:
-        source = row["reused_from_id"] or row["id"]
-        found.setdefault(
-            (row["team_id"], row["verdict_key"]),
-            PriorVerdict(
-                satisfied=row["satisfied"],
-                reasoning=row["reasoning"],
-                source_id=str(source),
-                evidence=row["evidence"] or [],
-            ),
-        )
-    return {
-        evaluation_id: {key: found[(team, key)] for key in keys if (team, key) in found}
-        for evaluation_id, (team, keys) in keys_of.items()
-    }
-
-
-def rubric_scoring(
-    *,
-    run: AgentRun,
-    judge: JudgeConfig,
-    criteria: list[CriterionSpec],
-    scale: float,
-    strategy: str,
-    reuse: dict[str, PriorVerdict],
-    view: str = "final",
-    token_budget: int | None = None,
-    shown: RunView | None = None,
-    instructions: str = "",
-    examples: Any = (),
-) -> Coroutine[Any, Any, Any]:
-    """The rubric scorer's coroutine for one stored run in a judge view: a worker's
-    evaluation (``shown``: the run already rendered), or the editor's "try it" (which reuses
-    nothing)."""
-    shown = shown or run_rendered(run, model=judge.model, view=view, budget=token_budget)
-    scorer = _scorer(judge, criteria, scale, strategy, instructions, examples)
-    return scorer.ascore(
-        request_context=run.request_context,
-        metadata=run.metadata,
-        input=run.input,
-        reuse=reuse,
-        rendered=shown,
-    )
-
-
-async def _score_alignment(evaluation: Evaluation, judge: JudgeConfig, shown: RunView | None):
-    run = evaluation.run
-    weights = (
-        AlignmentWeights.model_validate(evaluation.alignment_weights)
-        if evaluation.alignment_weights
-        else None
-    )
-    scorer = AlignmentScorer(
-        judge=judge,
-        mode=cast(AlignmentModeName, evaluation.alignment_mode or "both"),
-        scale=evaluation.scale,
-        weights=weights,
-    )
-    shown = shown or run_rendered(
-        run, model=judge.model, view=evaluation.judge_view, budget=evaluation.run_token_budget
-    )
-    return await scorer.ascore(rendered=shown)
 
 
 def evaluation_execute(*, evaluation_id: str) -> Outcome:
@@ -379,7 +178,7 @@ async def _score(claim: Claim) -> Any:
             instructions=plan.instructions,
             examples=plan.examples,
         )
-    return await _score_alignment(evaluation, plan.judge, plan.shown)
+    return await alignment_scoring(evaluation, plan.judge, plan.shown)
 
 
 def _failed(claim: Claim, exc: BaseException) -> Outcome:

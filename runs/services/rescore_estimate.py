@@ -18,7 +18,7 @@ from teams.models import Team
 
 from ..models import AgentRun, CriterionVerdict, Evaluation, Status
 from .estimates import rubric_call_tokens
-from .execute import criterion_specs
+from .plans import criterion_specs
 from .rescore_scope import (
     RescoreScope,
     RescoreValidationError,

@@ -15,7 +15,7 @@ from runs.scoring import JudgeError, ScoringInputError
 from runs.scoring.redact import tenant_error
 
 from ..models import AgentRun, Evaluation
-from .execute import rubric_scoring
+from .plans import rubric_scoring
 
 
 @dataclass(frozen=True)

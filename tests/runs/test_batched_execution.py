@@ -217,16 +217,16 @@ def test_a_claim_that_fails_half_way_claims_nothing(fake_judge, make_rubric, mak
     from runs.services import evaluation_execute, execute
 
     evaluation = only_evaluation(make_run(rubric=make_rubric().slug, output=PASSING))
-    real_plans = execute._plans
+    real_plans = execute.plans_read
 
     def broken(rows):
         raise RuntimeError("database went away")
 
-    monkeypatch.setattr(execute, "_plans", broken)
+    monkeypatch.setattr(execute, "plans_read", broken)
     with pytest.raises(RuntimeError):
         evaluation_execute(evaluation_id=str(evaluation.id))
     evaluation.refresh_from_db()
     assert evaluation.status == Status.QUEUED and evaluation.attempts == 0  # not stranded
 
-    monkeypatch.setattr(execute, "_plans", real_plans)
+    monkeypatch.setattr(execute, "plans_read", real_plans)
     assert evaluation_execute(evaluation_id=str(evaluation.id)).status == "succeeded"

@@ -420,7 +420,7 @@ def test_invalid_connections_are_a_422_naming_the_field(api_key, fields, field):
 
 
 def test_the_caps_name_the_setting_and_are_clamped_when_judged(api_key, make_rubric, settings):
-    from runs.services.execute import judge_for
+    from rubrics.judging import judge_for
 
     settings.EVALSITE_JUDGE_MAX_TIMEOUT = 30
     response = Api(api_key).post("/rubrics", {"name": "Slow", "judge_params": {"timeout": 31}})
