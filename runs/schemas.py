@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from ninja import Field, Schema
-from pydantic import ConfigDict, WithJsonSchema
+from pydantic import ConfigDict, ValidationInfo, WithJsonSchema, field_validator
 
 from .models import AgentRun, Evaluation, Kind, Status
 from .payloads import CriterionIn, RunPayload
@@ -351,6 +351,16 @@ class ScoreIn(RunPayload):
         description="Judge in the web process now (the worker's claim, judge and write path; "
         "a worker that claimed first wins), instead of waiting for a worker",
     )
+
+    @field_validator("judge_view")
+    @classmethod
+    def _view_needs_inline_criteria(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and "criteria" in info.data and info.data["criteria"] is None:
+            raise ValueError(
+                "judge_view applies to inline criteria; a rubric's judge view is a setting of "
+                "its version (PATCH /api/rubrics/{rubric})"
+            )
+        return value
 
     def run_payload(self) -> RunPayload:
         return RunPayload.model_validate(

@@ -205,3 +205,12 @@ def test_a_worker_judges_the_trajectory_and_score_answers_with_evidence(
         message="the evaluation",
     )
     assert evaluation.judge_view == "trajectory"
+
+
+def test_judge_view_without_inline_criteria_is_a_422_naming_it(api, trajectory_rubric):
+    answer = api.post(
+        "/score", {**SUPPORT_RUN, "rubric": trajectory_rubric.slug, "judge_view": "final"}
+    )
+    assert answer.status_code == 422
+    (error,) = answer.json()["detail"]
+    assert error["loc"][-1] == "judge_view" and "inline criteria" in error["msg"]
