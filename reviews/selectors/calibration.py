@@ -160,6 +160,9 @@ def golden_report(*, calibration: Calibration) -> GoldenReport:
     wording, else the label of the baseline wording of the same key — a reworded criterion is
     measured against what people said about the old wording, which is the point), and the
     verdicts that flipped versus the baseline version."""
+    # Progress first: figures read after it include everything it counts as done, so a
+    # report that says "done" never carries figures from before the last judgement.
+    progress = calibration_progress(calibration=calibration)
     items, key_map = _candidate(calibration)
     run_ids = list(
         CalibrationItem.objects.filter(calibration=calibration)
@@ -218,9 +221,7 @@ def golden_report(*, calibration: Calibration) -> GoldenReport:
                 flips=flips,
             )
         )
-    return GoldenReport(
-        calibration, calibration_progress(calibration=calibration), len(run_ids), criteria
-    )
+    return GoldenReport(calibration, progress, len(run_ids), criteria)
 
 
 @dataclass(frozen=True)
@@ -250,6 +251,7 @@ def consistency_report(*, calibration: Calibration) -> ConsistencyReport:
     """Per criterion: of the sampled runs judged at least twice (the run's own verdict on the
     version plus the calibration's repeats, by the same or a second judge), how many got both
     verdicts. A criterion is flaky when that share exceeds EVALSITE_REVIEW_FLIP_THRESHOLD."""
+    progress = calibration_progress(calibration=calibration)  # first: see golden_report
     items, key_map = _candidate(calibration)
     run_ids = list(
         CalibrationItem.objects.filter(calibration=calibration)
@@ -283,7 +285,7 @@ def consistency_report(*, calibration: Calibration) -> ConsistencyReport:
         )
     return ConsistencyReport(
         calibration,
-        calibration_progress(calibration=calibration),
+        progress,
         len(run_ids),
         threshold,
         criteria,

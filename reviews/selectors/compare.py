@@ -173,6 +173,10 @@ def comparison_report(*, comparison: Comparison) -> ComparisonReport:
     """Per criterion (side B's order, then criteria only side A has): verdict flips both ways,
     pass rates, agreement and kappa with human labels; run-level flips; each side's progress,
     tokens and cost. Verdicts of unfinished sides count as far as they go."""
+    # Progress first: verdicts read after it include everything it counts as done, so a
+    # report that says "done" never misses the last judgement's figures.
+    batches = [x for x in (comparison.batch_a, comparison.batch_b) if x is not None]
+    progress = batches_progress(batches=batches) if batches else {}
     crit_a, crit_b = _criteria(comparison.version_a_id), _criteria(comparison.version_b_id)
     a, b = _side_verdicts(comparison.batch_a_id), _side_verdicts(comparison.batch_b_id)
     results = _run_results(comparison)
@@ -190,8 +194,6 @@ def comparison_report(*, comparison: Comparison) -> ComparisonReport:
         )
         _compare_criterion(row, a, b, run_ids, labels, verdicts)
         rows.append(row)
-    batches = [x for x in (comparison.batch_a, comparison.batch_b) if x is not None]
-    progress = batches_progress(batches=batches) if batches else {}
     names = {
         r.pk: str(r) for r in AgentRun.objects.filter(pk__in=run_ids).only("id", "external_id")
     }
