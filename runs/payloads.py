@@ -6,13 +6,15 @@ the API's 422 and in service errors alike.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
     SerializerFunctionWrapHandler,
+    Tag,
     field_validator,
     model_serializer,
     model_validator,
@@ -59,6 +61,25 @@ class CriterionIn(BaseModel):
     required: bool = True
 
 
+def _text_or(kind: str):
+    """The tag of a union member by the value's type: an error's location then reads
+    ``output.messages[0].message.role`` instead of naming pydantic's validators."""
+
+    def pick(value: Any) -> str:
+        return "text" if isinstance(value, str) else kind
+
+    return Discriminator(pick)
+
+
+OutputItem = Annotated[
+    Annotated[Message, Tag("message")] | Annotated[str, Tag("text")], _text_or("message")
+]
+Output = Annotated[
+    Annotated[str, Tag("text")] | Annotated[list[OutputItem], Tag("messages")],
+    _text_or("messages"),
+]
+
+
 class RunPayload(BaseModel):
     """One agent run as pushed by an agent pipeline."""
 
@@ -68,7 +89,7 @@ class RunPayload(BaseModel):
     rubric: str | None = Field(default=None, max_length=200, description="Rubric id or slug")
     alignment: AlignmentChoice | None = None
     input: RunInput = Field(default_factory=RunInput)
-    output: str | list[Message | str] = ""
+    output: Output = ""
     request_context: dict[str, Any] = Field(default_factory=dict)
     metadata: dict[str, Any] = Field(default_factory=dict)
     expected_output: str = Field(
