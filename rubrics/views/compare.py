@@ -94,11 +94,23 @@ def compare_start(request: HttpRequest, rubric_id: Any) -> HttpResponse:
         problem = "the draft has errors" if draft is None else f"runs: 1 to {MAX_LATEST:,}"
         messages.error(request, f"Could not compare: {problem}.")
         return _redirect(request, _editor_url(rubric))
+    team = request.team  # type: ignore[attr-defined]
+    a, b, sample = SideIn(), SideIn(draft=draft), SampleIn(kind="latest", n=n)
     try:
+        if request.POST.get("confirm") != "on":
+            # Like a re-score: above the team's threshold, the estimate is confirmed first.
+            _, estimate, _ = comparison_start(
+                team=team, rubric=rubric, a=a, b=b, sample=sample, dry_run=True, user=request.user
+            )
+            cost = estimate["total"].get("cost")
+            if cost is not None and cost > float(team.confirm_cost_above):
+                context = {"rubric": rubric, "estimate": estimate, "post": request.POST, "n": n}
+                partial = bool(getattr(request, "htmx", False))
+                template = f"reviews/{'_' if partial else ''}compare_confirm.html"
+                return render(request, template, context)
         started, _, _ = comparison_start(
-            team=request.team, rubric=rubric, a=SideIn(), b=SideIn(draft=draft),  # type: ignore[attr-defined]
-            sample=SampleIn(kind="latest", n=n), user=request.user,
-        )  # fmt: skip
+            team=team, rubric=rubric, a=a, b=b, sample=sample, user=request.user
+        )
     except AppError as exc:
         messages.error(request, f"Could not compare: {page_message(exc)}")
         return _redirect(request, _editor_url(rubric))

@@ -148,3 +148,40 @@ def test_saving_in_the_editor_under_a_gate_checks_it_then_shows_the_failing_crit
     assert draft.published and "known wording issue" in draft.gate_note
     editor = client_for(owner).get(reverse("rubric_detail", args=[rubric.id])).content.decode()
     assert "published over the gate by olivia: known wording issue" in editor
+
+
+def test_a_costly_comparison_asks_for_confirmation_like_a_re_score(
+    client_for,
+    teammate,
+    team,
+    rubric,
+    labelled,  # noqa: F811
+):
+    from rubrics.services import rubric_update
+
+    # A judge litellm has prices for, so the estimate has a cost (the fake judge has none).
+    rubric_update(rubric=rubric, judge_model="openai/gpt-4o-mini")
+    team.confirm_cost_above = 0
+    team.save()
+    client = client_for(teammate)
+
+    asked = _compare(client, rubric)
+    page = asked.content.decode()
+    assert asked.status_code == 200 and "Confirm this comparison" in page
+    assert 'data-testid="estimate"' in page and not Comparison.objects.exists()
+    htmx = client.post(
+        reverse("reviews:compare_start", args=[rubric.id]),
+        draft_post(rubric, ROWS, "compare", compare_n="10"),
+        headers={"HX-Request": "true"},
+    )
+    assert htmx.status_code == 200 and "<html" not in htmx.content.decode()  # the fragment
+
+    confirmed = client.post(
+        reverse("reviews:compare_start", args=[rubric.id]),
+        draft_post(rubric, ROWS, "compare", compare_n="10") | {"confirm": "on"},
+    )
+    assert confirmed.status_code == 302 and Comparison.objects.count() == 1
+
+    team.confirm_cost_above = 1000
+    team.save()
+    assert _compare(client, rubric).status_code == 302  # below the threshold: no question
