@@ -116,7 +116,7 @@ def _sample(sample: SampleSchema) -> SampleIn:
 
 @router.post(
     "/comparisons",
-    response=with_errors({200: dict[str, Any], 202: dict[str, Any]}, 409),
+    response=with_errors({200: dict[str, Any], 202: dict[str, Any]}, 404, 409),
     operation_id="comparison_create",
 )
 def comparison_create(
@@ -146,7 +146,7 @@ def _comparison(request: HttpRequest, comparison_id: UUID) -> Any:
 
 @router.get(
     "/comparisons/{comparison_id}",
-    response=with_errors({200: dict[str, Any]}),
+    response=with_errors({200: dict[str, Any]}, 404),
     operation_id="comparison_get",
 )
 def comparison_read(request: HttpRequest, comparison_id: UUID):
@@ -160,7 +160,25 @@ class ExportQuery(Schema):
     format: Literal["csv", "jsonl"] = "csv"
 
 
-@router.get("/comparisons/{comparison_id}/export", operation_id="comparison_export")
+EXPORT_DOC = {
+    "responses": {
+        200: {
+            "description": "One row per run and criterion (CSV, or JSON Lines with format=jsonl)",
+            "content": {
+                "text/csv": {"schema": {"type": "string"}},
+                "application/x-ndjson": {"schema": {"type": "string"}},
+            },
+        }
+    }
+}
+
+
+@router.get(
+    "/comparisons/{comparison_id}/export",
+    response=with_errors({}, 404),
+    openapi_extra=EXPORT_DOC,
+    operation_id="comparison_export",
+)
 def comparison_export(request: HttpRequest, comparison_id: UUID, q: Query[ExportQuery]):
     """One row per run and criterion: run_id, run, criterion_id, a, b, flipped, human."""
     report = comparison_report(comparison=_comparison(request, comparison_id))
@@ -196,7 +214,7 @@ def export_response(report: Any, fmt: str) -> HttpResponse:
 
 @router.post(
     "/rubrics/{rubric_ref}/drafts",
-    response=with_errors({200: dict[str, Any], 201: dict[str, Any]}),
+    response=with_errors({200: dict[str, Any], 201: dict[str, Any]}, 404),
     operation_id="rubric_draft_create",
 )
 def rubric_draft(request: HttpRequest, rubric_ref: str, payload: DraftIn):
@@ -226,7 +244,7 @@ def _version_json(version: RubricVersion) -> dict[str, Any]:
 
 @router.put(
     "/rubrics/{rubric_ref}/gate",
-    response=with_errors({200: dict[str, Any]}),
+    response=with_errors({200: dict[str, Any]}, 404),
     operation_id="rubric_gate_set",
 )
 def rubric_gate(request: HttpRequest, rubric_ref: str, payload: GateIn):
@@ -239,7 +257,7 @@ def rubric_gate(request: HttpRequest, rubric_ref: str, payload: GateIn):
 
 @router.post(
     "/rubrics/{rubric_ref}/versions/{number}/publish",
-    response=with_errors({200: dict[str, Any], 202: dict[str, Any]}, 403, 409),
+    response=with_errors({200: dict[str, Any], 202: dict[str, Any]}, 403, 404, 409),
     operation_id="rubric_version_publish",
 )
 def rubric_publish(request: HttpRequest, rubric_ref: str, number: int, payload: PublishIn):

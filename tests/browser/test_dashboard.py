@@ -147,6 +147,9 @@ def test_walk_failing_runs_with_the_keyboard(
 
     page.get_by_test_id("failure-rates").get_by_role("link", name='Mentions "refund"').click()
     expect(page.get_by_test_id("walk-position")).to_have_text("1 of 3")
+    # The position is in the HTML before the deferred scripts run: wait for them (the "load"
+    # event), or "j" can be pressed before its handler exists.
+    page.wait_for_load_state("load")
     page.keyboard.press("j")
     expect(page.get_by_test_id("walk-position")).to_have_text("2 of 3")
     page.keyboard.press("k")
