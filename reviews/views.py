@@ -445,6 +445,11 @@ def review_example(request: HttpRequest, rubric_id: Any, run_id: Any) -> HttpRes
     rubric = _rubric_or_404(request, rubric_id)
     run = _run(request, run_id)
     key = request.POST.get("criterion", "")
+    posted = {name: request.POST.get(name, "") for name in ("criterion", "excerpt", "reason")}
+    bad = {name: "must not contain NUL characters" for name, v in posted.items() if "\x00" in v}
+    if bad or len(key) > 32:  # a criterion key is at most 32 characters
+        problems = bad or {"criterion": "no such criterion"}
+        return _invalid(request, rubric, run, {"example-": problems})
     label = label_in_effect(run=run, rubric=rubric, criterion_key=key)
     if label is None:
         return _invalid(request, rubric, run, {f"example-{key}": {"criterion": UNLABELLED}})
