@@ -28,9 +28,9 @@ from .schemas import (
 from .selectors import (
     RunFilters,
     evaluation_get,
-    evaluations_by_ids,
     evaluations_for_run,
     evaluations_latest_for_runs,
+    evaluations_scored,
     run_get,
     runs_list,
 )
@@ -136,14 +136,13 @@ def score(request: HttpRequest, payload: ScoreIn):
     """
     team = editor(request).team
     with score_waiting_slot(team=team, timeout=payload.timeout):
-        run, evaluations = score_submit(
+        submitted = score_submit(
             team=team,
             payload=payload.run_payload(),
             criteria=payload.criteria_value(),
             judge_view=payload.judge_view or "",
+            inline=payload.inline,
         )
-        ids = [e.id for e in evaluations]
-        finished = score_await(
-            team=team, evaluation_ids=ids, timeout=payload.timeout, inline=payload.inline
-        )
-    return Status(200 if finished else 202, score_out(run, evaluations_by_ids(ids=ids)))
+        finished = score_await(team=team, submitted=submitted, timeout=payload.timeout)
+    ids = [e.id for e in submitted.evaluations]
+    return Status(200 if finished else 202, score_out(submitted.run, evaluations_scored(ids=ids)))

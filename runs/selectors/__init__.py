@@ -18,10 +18,10 @@ from .batches import (
 from .dashboard import BANDS, HomeOverview, RunDetail, home_overview, run_detail
 from .evaluations import (
     evaluation_get,
-    evaluations_by_ids,
     evaluations_for_run,
     evaluations_latest_for_runs,
     evaluations_pending,
+    evaluations_scored,
 )
 from .filters import RunFilterError, RunFilters, runs_matching, tools_recent
 from .rubric_stats import (
@@ -60,7 +60,7 @@ __all__ = [
     "batches_list",
     "batches_progress",
     "evaluation_get",
-    "evaluations_by_ids",
+    "evaluations_scored",
     "evaluations_for_run",
     "evaluations_latest_for_runs",
     "evaluations_pending",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, QuerySet, prefetch_related_objects
 
 from teams.models import Team
 
@@ -14,6 +14,7 @@ from ..models import (
     AlignmentBreakdown,
     CriterionVerdict,
     Evaluation,
+    Kind,
     Status,
 )
 
@@ -63,9 +64,30 @@ def evaluation_get(*, team: Team, evaluation_id: Any) -> Evaluation | None:
     return _evaluations().filter(team=team, pk=key).first()
 
 
-def evaluations_by_ids(*, ids: list[Any]) -> list[Evaluation]:
-    """Evaluations by id (any team: callers pass ids they own), ready to serialise."""
-    return list(_evaluations().filter(id__in=ids).order_by("created_at", "kind"))
+# What runs.schemas.score_out reads of an evaluation (a field left out would cost a query).
+SCORED_FIELDS = (
+    "id", "run_id", "kind", "status", "passed", "score", "reason", "error", "created_at",
+    "user_score", "system_score", "band", "system_applicable",
+)  # fmt: skip
+
+
+def evaluations_scored(*, ids: list[Any]) -> list[Evaluation]:
+    """Evaluations by id (any team: callers pass ids they own) with what a score answer
+    (runs.schemas.score_out) reads: a rubric evaluation's verdicts, an alignment evaluation's
+    breakdown, each read only when such an evaluation is there (one to three queries)."""
+    rows = list(
+        Evaluation.objects.filter(id__in=ids).only(*SCORED_FIELDS).order_by("created_at", "kind")
+    )
+    for kind, lookup in (
+        (Kind.RUBRIC, Prefetch("verdicts", queryset=CriterionVerdict.objects.order_by("position"))),
+        (
+            Kind.ALIGNMENT,
+            Prefetch("alignment", queryset=AlignmentBreakdown.objects.order_by("perspective")),
+        ),
+    ):
+        if of_kind := [e for e in rows if e.kind == kind]:
+            prefetch_related_objects(of_kind, lookup)
+    return rows
 
 
 def evaluations_pending(*, ids: list[Any]) -> int:

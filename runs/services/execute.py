@@ -31,10 +31,10 @@ from runs.scoring.redact import internal_error, new_ref, tenant_error
 from ..models import AgentRun, Evaluation, Kind, Status
 from ..ratelimit import judge_admit, limit_for
 from .estimates import evaluation_plan
-from .evaluations import evaluation_publish_later
+from .evaluations import evaluation_publish_later, evaluations_enqueue
 from .groupcommit import GroupCommit
 from .plans import Plan, alignment_scoring, plans_read, rubric_scoring
-from .results import Finished, record_failure, record_many, run_refresh
+from .results import Finished, record_failure, record_many, run_refresh, runs_refresh
 
 logger = logging.getLogger(__name__)
 
@@ -127,6 +127,39 @@ def evaluations_execute(*, evaluation_ids: list[str], team: str = "") -> list[Ou
             done = iter(_execute([c for c in claims if c is not None]))
             outcomes += [Outcome("skipped") if c is None else next(done) for c in claims]
     return outcomes
+
+
+def evaluations_execute_claimed(
+    *, evaluations: list[Evaluation], token: uuid.UUID
+) -> list[Outcome]:
+    """Judge and write evaluations stored already claimed by the caller with ``token``
+    (runs.services.ingest.run_store): the claim's plan, judge and lease-guarded write, exactly
+    as for evaluations claimed from the queue. A plan that cannot be read hands them to the
+    workers (queued again, this attempt not counted), as a failed claim would leave them."""
+    try:
+        plans = plans_read(evaluations)
+    except Exception:  # noqa: BLE001 - a worker tries again, and records what fails for good
+        logger.exception("could not plan %s; handing them to the workers", evaluations)
+        _hand_back(evaluations, token)
+        return [Outcome("deferred") for _ in evaluations]
+    return _execute([Claim(e, token, p) for e, p in zip(evaluations, plans, strict=True)])
+
+
+def _hand_back(evaluations: list[Evaluation], token: uuid.UUID) -> None:
+    with transaction.atomic():
+        ids = [e.id for e in evaluations]
+        returned = Evaluation.objects.filter(
+            id__in=ids, status=Status.RUNNING, lease_token=token
+        ).update(
+            status=Status.QUEUED,
+            attempts=F("attempts") - 1,
+            lease_token=None,
+            lease_expires_at=None,
+            started_at=None,
+        )
+        if returned:
+            runs_refresh({e.run_id: e.run.rubric_id for e in evaluations})
+            evaluations_enqueue(ids)
 
 
 def _execute(claims: list[Claim]) -> list[Outcome]:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from typing import Any
+from datetime import timedelta
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from evalsite.errors import Conflict, FieldErrors, TooLarge
 from rubrics.models import AlignmentMode, Rubric
@@ -25,6 +27,15 @@ from .evaluations import evaluation_build, evaluations_enqueue
 
 class RunValidationError(FieldErrors):
     """Invalid run input; ``errors`` maps each field to a message."""
+
+
+class NothingToScore(RunValidationError):
+    """No criteria, no rubric with criteria and alignment off: nothing would score the run."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            {"criteria": "nothing to score: give criteria, a rubric with criteria, or alignment"}
+        )
 
 
 class RunTooLarge(TooLarge, ValueError):
@@ -85,6 +96,12 @@ def _resolve_rubric(team: Team, payload: RunPayload) -> Rubric | None:
     return rubric
 
 
+class Ingested(NamedTuple):
+    run: AgentRun
+    created: bool
+    evaluations: list[Evaluation] | None  # the new run's evaluations (None: a stored run)
+
+
 def run_ingest(
     *,
     team: Team,
@@ -98,21 +115,62 @@ def run_ingest(
     content raises RunConflict. ``inline_criteria`` (from POST /api/score) replaces the rubric's,
     judged in ``judge_view`` (else the rubric's current version's, else the final view).
     """
+    run, created, _ = run_store(
+        team=team, payload=payload, inline_criteria=inline_criteria, judge_view=judge_view
+    )
+    return run, created
+
+
+def run_store(
+    *,
+    team: Team,
+    payload: RunPayload,
+    inline_criteria: list[dict[str, Any]] | None = None,
+    judge_view: str = "",
+    claim: uuid.UUID | None = None,
+    scored_only: bool = False,
+) -> Ingested:
+    """run_ingest, also returning a new run's evaluations. With ``claim`` (a lease token) a new
+    run's evaluations are stored already claimed by the caller (running, attempt 1, leased to
+    ``claim``) and sent to no broker: the caller judges them through runs.services.execute, and
+    if it dies the lease expires and the sweeper queues them as for a dead worker."""
     _check_size(payload)
     rubric = _resolve_rubric(team, payload)
     digest = _digest(payload)
     if payload.external_id:
         existing = AgentRun.objects.filter(team=team, external_id=payload.external_id).first()
         if existing is not None:
-            return _same_or_conflict(existing, digest), False
+            return Ingested(_same_or_conflict(existing, digest), False, None)
     try:
         with transaction.atomic():
-            run = _create_run(team, payload, rubric, digest, inline_criteria, judge_view)
+            built = _build_run(team, payload, rubric, digest, inline_criteria, judge_view)
+            if scored_only and not built[1]:
+                raise NothingToScore()
+            if claim is not None:
+                _born_claimed(built, claim)
+            _store([built], enqueue=claim is None)
     except IntegrityError:
         # Another request stored the same external_id between our check and insert.
         existing = AgentRun.objects.get(team=team, external_id=payload.external_id)
-        return _same_or_conflict(existing, digest), False
-    return run, True
+        return Ingested(_same_or_conflict(existing, digest), False, None)
+    return Ingested(built[0], True, built[1])
+
+
+def _born_claimed(built: tuple[AgentRun, list[Evaluation]], token: uuid.UUID) -> None:
+    """What evaluations_claim would have written, written at birth: nobody else can hold a
+    claim on evaluations that do not exist yet."""
+    run, evaluations = built
+    if not evaluations:
+        return
+    now = timezone.now()
+    lease = now + timedelta(seconds=settings.EVALSITE_LEASE_SECONDS)
+    for evaluation in evaluations:
+        evaluation.status = Status.RUNNING
+        evaluation.attempts = 1
+        evaluation.lease_token = token
+        evaluation.lease_expires_at = lease
+        evaluation.started_at = now
+    run.status = Status.RUNNING
 
 
 def _digest(payload: RunPayload) -> str:
@@ -165,13 +223,16 @@ def _build_run(
     return run, evaluations
 
 
-def _store(built: list[tuple[AgentRun, list[Evaluation]]]) -> None:
+def _store(built: list[tuple[AgentRun, list[Evaluation]]], *, enqueue: bool = True) -> None:
     """Insert runs and evaluations with a fixed number of queries; enqueue after commit."""
     runs = AgentRun.objects.bulk_create([run for run, _ in built])
-    RunTool.objects.bulk_create(tool for run in runs for tool in _tools(run))
+    tools = [tool for run in runs for tool in _tools(run)]
+    if tools:
+        RunTool.objects.bulk_create(tools)
     evaluations = [e for _, es in built for e in es]
     Evaluation.objects.bulk_create(evaluations)
-    evaluations_enqueue(e.id for e in evaluations)
+    if enqueue:
+        evaluations_enqueue(e.id for e in evaluations)
 
 
 def _tools(run: AgentRun) -> list[RunTool]:
@@ -185,19 +246,6 @@ def _tools(run: AgentRun) -> list[RunTool]:
         RunTool(run=run, team_id=run.team_id, tool=name, calls=n, run_created_at=run.created_at)
         for name, n in calls.items()
     ]
-
-
-def _create_run(
-    team: Team,
-    payload: RunPayload,
-    rubric: Rubric | None,
-    digest: str,
-    inline_criteria: list[dict[str, Any]] | None,
-    judge_view: str,
-) -> AgentRun:
-    built = _build_run(team, payload, rubric, digest, inline_criteria, judge_view)
-    _store([built])
-    return built[0]
 
 
 def _initial_evaluations(

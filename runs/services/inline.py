@@ -1,9 +1,14 @@
 """Inline judging: the web process judges a POST /api/score call's evaluations itself, through
-the worker's own path (runs.services.execute: claim with compare-and-set, judge on the
-process's judge loop, write guarded by the lease).
+the worker's own path (runs.services.execute: claimed, judged on the process's judge loop,
+written guarded by the lease).
 
-The evaluations were also sent to the broker as usual: whoever claims one first judges it, the
-other skips it, and the lease guards the write, so there are never two results. The judging runs
+A new run's evaluations are stored already claimed by the call (``inline_reserve`` first, then
+runs.services.ingest.run_store with a lease token, then ``inline_start``): no broker message,
+no claim statement, nothing for a worker to race. If this process dies, the lease expires and
+the sweeper queues them as it does for a dead worker. A run stored before (the same
+external_id again) is claimed from the queue with compare-and-set (``score_inline``): its
+evaluations were sent to the broker too, whoever claims one first judges it, the other skips
+it, and the lease guards the write, so there are never two results. The judging runs
 in a small pool of this process's threads, not in the request's: the request answers 202 when
 its time runs out while the judging goes on and is stored as a worker's would be. The pool has
 EVALSITE_SCORE_INLINE_MAX threads; a call that finds them all busy leaves its evaluations to
@@ -17,6 +22,8 @@ import logging
 import queue
 import threading
 import time
+import uuid
+from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
@@ -26,12 +33,13 @@ from django.db import close_old_connections, connection
 
 from teams.models import Team
 
-from .execute import Outcome, evaluations_execute
+from ..models import Evaluation
+from .execute import Outcome, evaluations_execute, evaluations_execute_claimed
 
 logger = logging.getLogger(__name__)
 
 FINAL_OUTCOMES = ("succeeded", "failed")
-_Job = tuple[Future, list[str], str]
+_Job = tuple[Future, Callable[[], list[Outcome]]]
 
 
 class _Pool:
@@ -45,23 +53,28 @@ class _Pool:
         for thread in self.threads:
             thread.start()
 
-    def submit(self, ids: list[str], team_id: str) -> Future[list[Outcome]] | None:
-        """The job's future, or None when every thread is busy."""
-        if not self.free.acquire(blocking=False):
-            return None
+    def reserve(self) -> bool:
+        """Take a thread for a job to come (False when every thread is busy)."""
+        return self.free.acquire(blocking=False)
+
+    def unreserve(self) -> None:
+        self.free.release()
+
+    def run(self, job: Callable[[], list[Outcome]]) -> Future[list[Outcome]]:
+        """Run ``job`` on the reserved thread; the thread is free again when it ends."""
         future: Future[list[Outcome]] = Future()
-        self.jobs.put((future, ids, team_id))
+        self.jobs.put((future, job))
         return future
 
     def _serve(self) -> None:
-        while (job := self.jobs.get()) is not None:
-            future, ids, team_id = job
+        while (item := self.jobs.get()) is not None:
+            future, job = item
             close_old_connections()  # as at the start of a request: drop a broken connection
             try:
-                future.set_result(evaluations_execute(evaluation_ids=ids, team=team_id))
+                future.set_result(job())
             except BaseException as exc:  # noqa: BLE001 - handed to the waiting request
                 # Logged here too: the request may have answered 202 and gone.
-                logger.exception("inline judging of %s failed", ids)
+                logger.exception("inline judging failed")
                 future.set_exception(exc)
             finally:
                 close_old_connections()
@@ -97,14 +110,48 @@ def inline_close() -> None:
         pool.close()
 
 
+class InlineSlot:
+    """One of this process's inline threads, taken for a call about to store its run: use it
+    with ``start`` or give it back with ``release``, once."""
+
+    def __init__(self, pool: _Pool) -> None:
+        self._pool: _Pool | None = pool
+
+    def start(self, *, evaluations: list[Evaluation], token: uuid.UUID) -> Future[list[Outcome]]:
+        """Judge, on this thread, evaluations stored claimed with ``token``."""
+        pool, self._pool = self._pool, None
+        assert pool is not None, "an inline slot is used once"
+        return pool.run(lambda: evaluations_execute_claimed(evaluations=evaluations, token=token))
+
+    def release(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.unreserve()
+
+
+def inline_reserve() -> InlineSlot | None:
+    """A thread for a call about to store its run, or None when all EVALSITE_SCORE_INLINE_MAX
+    are busy (leave the run to the workers)."""
+    pool = _the_pool()
+    return InlineSlot(pool) if pool.reserve() else None
+
+
 def score_inline(*, team: Team, evaluation_ids: list[Any], deadline: float) -> bool:
     """Judge the evaluations in this process; True when all of them ended here before
     ``deadline`` (time.monotonic()). False when a worker claimed one first, a judge failure was
     transient, every inline thread is busy, or time ran out (the judging then goes on): the
     caller then waits for the evaluations' ends."""
-    future = _the_pool().submit([str(i) for i in evaluation_ids], str(team.pk))
-    if future is None:
+    pool = _the_pool()
+    if not pool.reserve():
         return False
+    ids, team_id = [str(i) for i in evaluation_ids], str(team.pk)
+    return inline_finished(
+        pool.run(lambda: evaluations_execute(evaluation_ids=ids, team=team_id)), deadline
+    )
+
+
+def inline_finished(future: Future[list[Outcome]], deadline: float) -> bool:
+    """True when the job ended every evaluation (succeeded or failed) before ``deadline``."""
     try:
         outcomes = future.result(timeout=max(0.0, deadline - time.monotonic()))
     except FutureTimeout:

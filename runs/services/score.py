@@ -7,11 +7,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+import uuid
 from collections.abc import Iterator
+from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 
 from evalsite.errors import Conflict, TooManyRequests
 from rubrics.services import criteria_from_any, criteria_validate
@@ -22,8 +24,9 @@ from ..models import AgentRun, Evaluation, Kind
 from ..payloads import RunPayload
 from ..ratelimit import backend
 from ..selectors import evaluations_for_run
-from .ingest import RunValidationError, run_ingest
-from .inline import score_inline
+from .execute import Outcome
+from .ingest import NothingToScore, RunValidationError, run_store
+from .inline import InlineSlot, inline_finished, inline_reserve, score_inline
 from .notify import wait_for_evaluations
 
 logger = logging.getLogger(__name__)
@@ -87,32 +90,70 @@ class ScoreConflict(Conflict, ValueError):
         self.run = run
 
 
+@dataclass
+class Submitted:
+    """A stored score call: the run, the evaluations that decide its score, and whether this
+    process judges them (``judging``: already started on an inline thread)."""
+
+    run: AgentRun
+    evaluations: list[Evaluation]
+    here: bool = False
+    judging: Future[list[Outcome]] | None = None
+
+
 def score_submit(
-    *, team: Team, payload: RunPayload, criteria: Any = None, judge_view: str = ""
-) -> tuple[AgentRun, list[Evaluation]]:
+    *,
+    team: Team,
+    payload: RunPayload,
+    criteria: Any = None,
+    judge_view: str = "",
+    inline: bool = False,
+) -> Submitted:
     """Ingest the run (``criteria``, a list of {description, required} or text, replaces the
     rubric's) and return it with the evaluations that decide its score.
+
+    With ``inline`` (or no worker seen for EVALSITE_SCORE_INLINE_WHEN_NO_WORKER seconds) and a
+    free inline thread, a new run's evaluations are stored claimed by this call and their
+    judging starts at once (runs.services.inline); otherwise they are queued for the workers.
 
     Raises RunValidationError, storing nothing, when nothing would be scored (no criteria, no
     rubric with criteria, alignment off). The same external_id and content again returns the stored run
     and its evaluations; other inline criteria under that external_id raise ScoreConflict.
     """
-    inline = _inline(criteria)
-    # One transaction, so a run with nothing to score is not stored either.
-    with transaction.atomic():
-        run, created = run_ingest(
-            team=team, payload=payload, inline_criteria=inline, judge_view=judge_view
+    parsed = _inline(criteria)
+    here = _judge_here(inline)
+    slot = inline_reserve() if here else None
+    token = uuid.uuid4() if slot is not None else None
+    try:
+        run, created, built = run_store(
+            team=team,
+            payload=payload,
+            inline_criteria=parsed,
+            judge_view=judge_view,
+            claim=token,
+            scored_only=True,
         )
-        evaluations = evaluations_for_run(run=run)
-        if not created and inline is not None and not _scored_with(evaluations, inline):
+        evaluations = built if built is not None else evaluations_for_run(run=run)
+        if not created and parsed is not None and not _scored_with(evaluations, parsed):
             raise ScoreConflict(run)
-        if not evaluations:
-            raise RunValidationError(
-                {
-                    "criteria": "nothing to score: give criteria, a rubric with criteria, or alignment"
-                }
-            )
-    return run, evaluations
+        if not evaluations:  # a run stored before by POST /api/runs with nothing to score
+            raise NothingToScore()
+    except BaseException:
+        if slot is not None:
+            slot.release()
+        raise
+    return Submitted(run, evaluations, here, _start(slot, created, evaluations, token))
+
+
+def _start(
+    slot: InlineSlot | None, created: bool, evaluations: list[Evaluation], token: Any
+) -> Future[list[Outcome]] | None:
+    if slot is None:
+        return None
+    if not created:  # a stored run: its evaluations are the queue's (score_await claims them)
+        slot.release()
+        return None
+    return slot.start(evaluations=evaluations, token=token)
 
 
 def _inline(criteria: Any) -> list[dict[str, Any]] | None:
@@ -130,20 +171,20 @@ def _scored_with(evaluations: list[Evaluation], inline: list[dict[str, Any]]) ->
     return any(e.inline_criteria == inline for e in rubric)
 
 
-def score_await(
-    *, team: Team, evaluation_ids: list[Any], timeout: float, inline: bool = False
-) -> bool:
+def score_await(*, team: Team, submitted: Submitted, timeout: float) -> bool:
     """Wait until every evaluation is final (succeeded, failed or cancelled); False when
-    ``timeout`` seconds pass first. With ``inline`` (or when no worker was seen for
-    EVALSITE_SCORE_INLINE_WHEN_NO_WORKER seconds) this process judges them first. A transient
-    judge failure re-queues an evaluation, which keeps this waiting until the retry ends or
-    time runs out."""
+    ``timeout`` seconds pass first. When this process judges them (``submitted.here``) it
+    waits for its own judging first; a stored run's evaluations it claims from the queue. A
+    transient judge failure re-queues an evaluation, which keeps this waiting until the retry
+    ends or time runs out."""
     deadline = time.monotonic() + timeout
-    if _judge_here(inline) and score_inline(
-        team=team, evaluation_ids=evaluation_ids, deadline=deadline
-    ):
+    ids = [e.id for e in submitted.evaluations]
+    if submitted.judging is not None:
+        if inline_finished(submitted.judging, deadline):
+            return True
+    elif submitted.here and score_inline(team=team, evaluation_ids=ids, deadline=deadline):
         return True
-    return wait_for_evaluations(evaluation_ids, timeout=deadline - time.monotonic())
+    return wait_for_evaluations(ids, timeout=deadline - time.monotonic())
 
 
 def _judge_here(inline: bool) -> bool:

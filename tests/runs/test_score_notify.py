@@ -20,6 +20,7 @@ from runs.liveness import worker_missing_for
 from runs.models import AgentRun, CriterionVerdict, Evaluation
 from runs.payloads import RunPayload
 from runs.services import evaluation_execute
+from runs.services.evaluations import evaluation_publish_later
 from runs.services.notify import (
     PG_PREFIX,
     REDIS_PREFIX,
@@ -43,10 +44,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def queued_evaluation(team) -> Evaluation:
-    _, evaluations = score_submit(
+    submitted = score_submit(
         team=team, payload=RunPayload.model_validate(run_payload()), criteria=CRITERIA
     )
-    return evaluations[0]
+    return submitted.evaluations[0]
 
 
 class Waiter(threading.Thread):
@@ -248,15 +249,70 @@ def test_inline_answers_202_when_time_runs_out_and_stores_the_result_later(fake_
     assert CriterionVerdict.objects.filter(evaluation=final).count() == 3
 
 
+def assert_judged_once(body: dict[str, Any]) -> None:
+    """Claimed once (attempts), written once: one rubric verdict per criterion, one alignment
+    breakdown (one perspective)."""
+    run = AgentRun.objects.get(pk=body["run_id"])
+    evaluations = list(run.evaluations.all())
+    assert sorted(e.kind for e in evaluations) == ["alignment", "rubric"]
+    assert [e.attempts for e in evaluations] == [1, 1]
+    assert CriterionVerdict.objects.filter(run=run).count() == 3
+    alignment = next(e for e in evaluations if e.kind == "alignment")
+    assert alignment.alignment.count() == 1
+
+
+def test_inline_scoring_of_a_new_run_stores_it_claimed_and_sends_nothing_to_the_broker(
+    fake_judge, api_key
+):
+    response = Api(api_key).post(
+        "/score", run_payload(criteria=CRITERIA, alignment="user", timeout=60, inline=True)
+    )
+
+    assert response.status_code == 200, response.content
+    assert_judged_once(response.json())
+    # Never published: no worker could have had a message for these evaluations.
+    assert not Evaluation.objects.filter(enqueued_at__isnull=False).exists()
+
+
 @pytest.mark.worker
-def test_inline_scoring_racing_a_worker_stores_one_result_per_evaluation(worker, api_key):
+def test_a_worker_sent_an_evaluation_the_web_process_is_judging_skips_it(worker, api_key):
+    """A message for an inline evaluation reaching a worker mid-judging (a sweeper's resend, a
+    duplicate) claims nothing: the worker skips it and the result is written once."""
+    payload = run_payload(
+        output="Your refund for order number 1234, thanks. [[latency:2]]",
+        criteria=CRITERIA,
+        alignment="user",
+        timeout=60,
+        inline=True,
+    )
+    answer: dict[str, Any] = {}
+    call = threading.Thread(target=lambda: answer.update(r=Api(api_key).post("/score", payload)))
+    call.start()
+    judging = wait_for(
+        lambda: list(Evaluation.objects.filter(status="running")) or None,
+        message="the inline evaluations to be judging",
+    )
+    for evaluation in judging:
+        evaluation_publish_later(str(evaluation.id), countdown=0)
+    call.join(timeout=90)
+
+    assert answer["r"].status_code == 200, answer["r"].content
+    assert_judged_once(answer["r"].json())
+
+
+@pytest.mark.worker
+def test_inline_scoring_of_a_stored_run_racing_a_worker_stores_one_result_per_evaluation(
+    worker, api_key, make_rubric
+):
+    """The same run sent with POST /api/runs (queued, sent to the worker) and then scored
+    inline: the web process and the worker race to claim each evaluation."""
+    rubric = make_rubric(name="Race", criteria=[c | {"required": True} for c in CRITERIA[:2]])
     api = Api(api_key)
     bodies = []
     for i in range(8):
-        payload = run_payload(
-            criteria=CRITERIA, alignment="user", timeout=60, inline=True, external_id=f"race-{i}"
-        )
-        response = api.post("/score", payload)
+        payload = run_payload(rubric=rubric.slug, alignment="user", external_id=f"race-{i}")
+        assert api.post("/runs", payload).status_code == 201
+        response = api.post("/score", payload | {"timeout": 60, "inline": True})
         assert response.status_code == 200, response.content
         bodies.append(response.json())
 
@@ -264,13 +320,10 @@ def test_inline_scoring_racing_a_worker_stores_one_result_per_evaluation(worker,
     for body in bodies:
         run = AgentRun.objects.get(pk=body["run_id"])
         evaluations = list(run.evaluations.all())
-        # Claimed once (attempts), written once: one rubric verdict per criterion, one
-        # alignment breakdown (one perspective).
         assert sorted(e.kind for e in evaluations) == ["alignment", "rubric"]
         assert [e.attempts for e in evaluations] == [1, 1]
-        assert CriterionVerdict.objects.filter(run=run).count() == 3
-        alignment = next(e for e in evaluations if e.kind == "alignment")
-        assert alignment.alignment.count() == 1
+        assert CriterionVerdict.objects.filter(run=run).count() == 2
+        assert next(e for e in evaluations if e.kind == "alignment").alignment.count() == 1
 
 
 @pytest.mark.worker
