@@ -6,6 +6,7 @@ rows fetched by runs.selectors (verdicts and alignment prefetched), never by laz
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
@@ -16,6 +17,7 @@ from pydantic import ConfigDict, ValidationInfo, WithJsonSchema, field_validator
 from .models import AgentRun, Evaluation, Kind, Status
 from .payloads import CriterionIn, RunPayload
 from .scoring.trajectory import tool_names
+from .selectors.evaluations import Scored
 from .services.bulk import MAX_BULK_RUNS
 
 StatusChoice = Literal["queued", "running", "succeeded", "failed", "cancelled"]
@@ -124,7 +126,7 @@ def evaluation_out(e: Evaluation) -> dict[str, Any]:
         "created_at": e.created_at,
         "finished_at": e.finished_at,
         "verdicts": [_verdict(v) for v in e.verdicts.all()],
-        "alignment": _alignment(e) if e.kind == Kind.ALIGNMENT else None,
+        "alignment": _alignment(e, e.alignment.all()) if e.kind == Kind.ALIGNMENT else None,
     }
 
 
@@ -141,8 +143,8 @@ def _verdict(v: Any) -> dict[str, Any]:
     }
 
 
-def _alignment(e: Evaluation) -> dict[str, Any]:
-    perspectives = {p.perspective: _perspective(p) for p in e.alignment.all()}
+def _alignment(e: Evaluation, breakdowns: Iterable[Any]) -> dict[str, Any]:
+    perspectives = {p.perspective: _perspective(p) for p in breakdowns}
     return {
         "user": perspectives.get("user"),
         "system": perspectives.get("system"),
@@ -386,9 +388,10 @@ class ScoreOut(Schema):
     run_id: UUID
 
 
-def score_out(run: AgentRun, evaluations: list[Evaluation]) -> dict[str, Any]:
+def score_out(run: AgentRun, scored: Scored) -> dict[str, Any]:
     """The result an agent loop reads: the rubric evaluation decides passed/score/reason; an
     alignment evaluation adds its breakdown. Status is the worst of the evaluations."""
+    evaluations = scored.evaluations
     rubric = next((e for e in evaluations if e.kind == Kind.RUBRIC), None)
     alignment = next((e for e in evaluations if e.kind == Kind.ALIGNMENT), None)
     primary = rubric or alignment
@@ -401,8 +404,10 @@ def score_out(run: AgentRun, evaluations: list[Evaluation]) -> dict[str, Any]:
         "score": primary.score,
         "reason": primary.reason,
         "error": failed.error if failed else "",
-        "verdicts": [_verdict(v) for v in rubric.verdicts.all()] if rubric else [],
-        "alignment": _alignment(alignment) if alignment else None,
+        "verdicts": [_verdict(v) for v in scored.verdicts.get(rubric.id, [])] if rubric else [],
+        "alignment": _alignment(alignment, scored.breakdowns.get(alignment.id, []))
+        if alignment
+        else None,
         "evaluation_id": primary.id,
         "evaluation_ids": [e.id for e in evaluations],
         "run_id": run.id,

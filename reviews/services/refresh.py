@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from django.db.models import Q
+from django.db.models import BooleanField, Q, Value
 from django.utils import timezone
 
 from runs.models import AgentRun, AlignmentBreakdown, CriterionVerdict, Evaluation, Kind
@@ -54,28 +54,36 @@ def review_result_refresh(
     return fields
 
 
+_LABELLED = Value(True, output_field=BooleanField())
+_COUNTED = Value(False, output_field=BooleanField())
+
+
 def review_results_refresh(picked: dict[Any, tuple[Any, Any]]) -> dict[Any, dict[str, Any]]:
     """review_result_refresh for several runs (run id -> its current rubric and alignment
     evaluation ids): the runs' changed fields, by run id. Runs without labels cost nothing
     per run, whatever their number."""
     # Every label in effect comes from reviewers' verdicts; a disputed criterion has only those.
-    labelled = set(
-        ReviewerLabel.objects.filter(run_id__in=list(picked))
-        .values_list("run_id", flat=True)
-        .distinct()
-    )
+    # One statement finds the labelled runs and the unlabelled ones whose review still counts
+    # labels (their labels were removed): the common case, no labels anywhere, costs just it.
+    ids = list(picked)
+    found = ReviewerLabel.objects.filter(run_id__in=ids).values_list("run_id", _LABELLED)
     aligned = [run_id for run_id, (_, alignment) in picked.items() if alignment is not None]
     if aligned:
-        labelled |= set(
-            AlignmentLabel.objects.filter(run_id__in=aligned)
-            .values_list("run_id", flat=True)
-            .distinct()
+        found = found.union(
+            AlignmentLabel.objects.filter(run_id__in=aligned).values_list("run_id", _LABELLED)
         )
-    plain = [run_id for run_id in picked if run_id not in labelled]
-    if plain:
-        RunReview.objects.filter(run_id__in=plain).filter(
-            Q(labelled__gt=0) | Q(reviewers__gt=0)
-        ).update(labelled=0, overridden=0, reviewers=0, disputed=0, reviewed_at=None)
+    found = found.union(
+        RunReview.objects.filter(run_id__in=ids)
+        .filter(Q(labelled__gt=0) | Q(reviewers__gt=0))
+        .values_list("run_id", _COUNTED)
+    )
+    rows = set(found)
+    labelled = {run_id for run_id, is_label in rows if is_label}
+    stale = [run_id for run_id, is_label in rows if not is_label and run_id not in labelled]
+    if stale:
+        RunReview.objects.filter(run_id__in=stale).update(
+            labelled=0, overridden=0, reviewers=0, disputed=0, reviewed_at=None
+        )
     return {
         run_id: review_result_refresh(
             run_id=run_id,

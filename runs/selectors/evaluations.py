@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, NamedTuple
 
-from django.db.models import Prefetch, QuerySet, prefetch_related_objects
+from django.db.models import Prefetch, QuerySet
 
 from teams.models import Team
 
@@ -71,23 +71,32 @@ SCORED_FIELDS = (
 )  # fmt: skip
 
 
-def evaluations_scored(*, ids: list[Any]) -> list[Evaluation]:
+class Scored(NamedTuple):
+    """Evaluations with their verdicts and alignment rows, by evaluation id."""
+
+    evaluations: list[Evaluation]
+    verdicts: dict[Any, list[CriterionVerdict]]
+    breakdowns: dict[Any, list[AlignmentBreakdown]]
+
+
+def evaluations_scored(*, ids: list[Any]) -> Scored:
     """Evaluations by id (any team: callers pass ids they own) with what a score answer
     (runs.schemas.score_out) reads: a rubric evaluation's verdicts, an alignment evaluation's
     breakdown, each read only when such an evaluation is there (one to three queries)."""
     rows = list(
         Evaluation.objects.filter(id__in=ids).only(*SCORED_FIELDS).order_by("created_at", "kind")
     )
-    for kind, lookup in (
-        (Kind.RUBRIC, Prefetch("verdicts", queryset=CriterionVerdict.objects.order_by("position"))),
-        (
-            Kind.ALIGNMENT,
-            Prefetch("alignment", queryset=AlignmentBreakdown.objects.order_by("perspective")),
-        ),
-    ):
-        if of_kind := [e for e in rows if e.kind == kind]:
-            prefetch_related_objects(of_kind, lookup)
-    return rows
+    verdicts: dict[Any, list[CriterionVerdict]] = {}
+    breakdowns: dict[Any, list[AlignmentBreakdown]] = {}
+    if rubric := [e.id for e in rows if e.kind == Kind.RUBRIC]:
+        for v in CriterionVerdict.objects.filter(evaluation_id__in=rubric).order_by("position"):
+            verdicts.setdefault(v.evaluation_id, []).append(v)
+    if aligned := [e.id for e in rows if e.kind == Kind.ALIGNMENT]:
+        for row in AlignmentBreakdown.objects.filter(evaluation_id__in=aligned).order_by(
+            "perspective"
+        ):
+            breakdowns.setdefault(row.evaluation_id, []).append(row)
+    return Scored(rows, verdicts, breakdowns)
 
 
 def evaluations_pending(*, ids: list[Any]) -> int:

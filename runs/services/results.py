@@ -23,7 +23,7 @@ from ..models import (
 from .groupcommit import GroupCommit
 from .notify import evaluations_ended
 from .rescore_dispatch import batch_evaluation_finished
-from .run_state import run_refresh, runs_refresh, update_rows
+from .run_state import run_refresh, runs_refresh, state_rows, update_rows
 
 
 def _calls_json(calls: list[Any]) -> list[dict[str, Any]]:
@@ -140,7 +140,10 @@ def record_successes(jobs: list[Finished]) -> list[bool]:
 
 def _write(jobs: list[Finished], runs: dict[Any, AgentRun]) -> None:
     now = timezone.now()
-    current = _current_after(jobs)
+    # The runs' evaluations, read once under the runs' row locks: who is current now, and (with
+    # this write applied) what the runs' state becomes.
+    rows = state_rows(list(runs))
+    current = _current_after(jobs, [r for r in rows if r["is_current"]])
     updates: dict[tuple[str, ...], list[Evaluation]] = {}
     verdicts: list[CriterionVerdict] = []
     breakdowns: list[AlignmentBreakdown] = []
@@ -163,11 +166,31 @@ def _write(jobs: list[Finished], runs: dict[Any, AgentRun]) -> None:
     if current.demoted:
         Evaluation.objects.filter(id__in=current.demoted).update(is_current=False)
         CriterionVerdict.objects.filter(evaluation_id__in=current.demoted).update(is_current=False)
-    for names, rows in updates.items():
-        update_rows(Evaluation, rows, names)
-    CriterionVerdict.objects.bulk_create(verdicts)
-    AlignmentBreakdown.objects.bulk_create(breakdowns)
-    runs_refresh({run_id: run.rubric_id for run_id, run in runs.items()})
+    for names, group in updates.items():
+        update_rows(Evaluation, group, names)
+    if verdicts:
+        CriterionVerdict.objects.bulk_create(verdicts)
+    if breakdowns:
+        AlignmentBreakdown.objects.bulk_create(breakdowns)
+    _applied(rows, updates, current.demoted)
+    runs_refresh({run_id: run.rubric_id for run_id, run in runs.items()}, rows)
+
+
+def _applied(
+    rows: list[dict[str, Any]], updates: dict[tuple[str, ...], list[Evaluation]], demoted: set[Any]
+) -> None:
+    """The state rows as the write left them."""
+    written = {e.pk: e for group in updates.values() for e in group}
+    for row in rows:
+        if (evaluation := written.get(row["id"])) is not None:
+            row.update(
+                status=evaluation.status,
+                is_current=evaluation.is_current,
+                score=evaluation.score,
+                passed=evaluation.passed,
+            )
+        elif row["id"] in demoted:
+            row["is_current"] = False
 
 
 @dataclass
@@ -176,16 +199,10 @@ class _Current:
     demoted: set[Any]
 
 
-def _current_after(jobs: list[Finished]) -> _Current:
+def _current_after(jobs: list[Finished], rows: list[dict[str, Any]]) -> _Current:
     """The newest succeeded evaluation per (run, kind, rubric) is current; calibration
     judgements never are (caller holds the runs' row locks, so two finishing evaluations of
-    one run cannot both win)."""
-    run_ids = {job.evaluation.run_id for job in jobs}
-    rows = list(
-        Evaluation.objects.filter(run_id__in=run_ids, is_current=True).values(
-            "id", "run_id", "kind", "rubric_id", "created_at"
-        )
-    )
+    one run cannot both win). ``rows``: the runs' current evaluations."""
     holder: dict[tuple[Any, Any, Any], dict[str, Any]] = {
         (r["run_id"], r["kind"], r["rubric_id"]): dict(r) for r in rows
     }

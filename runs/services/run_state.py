@@ -16,26 +16,30 @@ def run_refresh(run_id: Any) -> None:
     runs_refresh({run_id: rubric_id})
 
 
-def runs_refresh(rubric_of: dict[Any, Any]) -> None:
-    """run_refresh for several runs (run id -> the run's own rubric id) in a fixed number of
-    statements."""
-    by_run: dict[Any, list[dict[str, Any]]] = {run_id: [] for run_id in rubric_of}
-    for row in (
-        Evaluation.objects.filter(run_id__in=list(rubric_of), calibration=False)
+# What a run's state is computed from, per evaluation (newest first).
+STATE_FIELDS = (
+    "id", "run_id", "kind", "rubric_id", "rubric_version_id", "status", "is_current", "score",
+    "passed", "created_at",
+)  # fmt: skip
+
+
+def state_rows(run_ids: list[Any]) -> list[dict[str, Any]]:
+    """The runs' evaluations (calibration judgements aside) as runs_refresh reads them."""
+    return [
+        dict(row)
+        for row in Evaluation.objects.filter(run_id__in=run_ids, calibration=False)
         .order_by("-created_at")
-        .values(
-            "id",
-            "run_id",
-            "kind",
-            "rubric_id",
-            "rubric_version_id",
-            "status",
-            "is_current",
-            "score",
-            "passed",
-        )
-    ):
-        by_run[row["run_id"]].append(dict(row))
+        .values(*STATE_FIELDS)
+    ]
+
+
+def runs_refresh(rubric_of: dict[Any, Any], rows: list[dict[str, Any]] | None = None) -> None:
+    """run_refresh for several runs (run id -> the run's own rubric id) in a fixed number of
+    statements. ``rows``: the runs' state_rows as they are now, when the caller has them (it
+    read them under the runs' row locks and applied its own writes)."""
+    by_run: dict[Any, list[dict[str, Any]]] = {run_id: [] for run_id in rubric_of}
+    for row in state_rows(list(rubric_of)) if rows is None else rows:
+        by_run[row["run_id"]].append(row)
     fields: dict[Any, dict[str, Any]] = {}
     picked: dict[Any, tuple[Any, Any]] = {}
     for run_id, evaluations in by_run.items():
@@ -66,8 +70,8 @@ def runs_refresh(rubric_of: dict[Any, Any]) -> None:
     groups: dict[tuple[str, ...], list[AgentRun]] = {}
     for run_id, values in fields.items():
         groups.setdefault(tuple(sorted(values)), []).append(AgentRun(pk=run_id, **values))
-    for names, rows in groups.items():
-        update_rows(AgentRun, rows, names)
+    for names, group in groups.items():
+        update_rows(AgentRun, group, names)
 
 
 def update_rows(model: Any, rows: list[Any], names: tuple[str, ...]) -> None:
