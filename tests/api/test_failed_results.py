@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from runs.models import Evaluation
 from runs.schemas import score_out
+from runs.selectors import evaluations_scored
 from tests.conftest import run_payload
 from tests.page_helpers import judge_pending
 
@@ -54,7 +55,7 @@ def test_a_score_answer_with_a_failed_evaluation_has_passed_null(api, fake_judge
     created = judged(api, rubric, ALIGNMENT_FAILS, "half")
     evaluations = list(Evaluation.objects.filter(run_id=created["id"]))
 
-    answer = score_out(evaluations[0].run, evaluations)
+    answer = score_out(evaluations[0].run, evaluations_scored(ids=[e.id for e in evaluations]))
 
     assert (answer["status"], answer["passed"]) == ("failed", None)
     assert answer["error"] and answer["score"] == 1.0
