@@ -157,6 +157,34 @@ def alignment_reason(result: AlignmentResult, weights: AlignmentWeights) -> str:
 # --- The scorer ----------------------------------------------------------------------------------
 
 
+def perspectives_for(mode: AlignmentMode, task: str, system: str | None) -> list[Perspective]:
+    """Which perspectives a run is judged from (SCORING.md "Missing prompts"); raises
+    ScoringInputError when the mode's reference is missing. `both` judges the perspectives
+    whose reference the run has, and needs at least one of them."""
+    has_user, has_system = bool((task or "").strip()), bool((system or "").strip())
+    if mode == "user" and not has_user:
+        raise ScoringInputError(
+            "alignment mode 'user' judges the output against the user's request, and this "
+            "run has no user message: send the run's input messages with a user turn, or "
+            "use mode 'system' or 'both'"
+        )
+    if mode == "system" and not has_system:
+        raise ScoringInputError(
+            "alignment mode 'system' judges the output against the system prompt, and this "
+            "run has none: send its system message, or use mode 'user' or 'both'"
+        )
+    if mode == "both" and not (has_user or has_system):
+        raise ScoringInputError(
+            "alignment mode 'both' judges the output against the user's request and the "
+            "system prompt, and this run has no user message and no system prompt: send "
+            "the run's input messages"
+        )
+    if mode == "both":
+        both: list[tuple[Perspective, bool]] = [("user", has_user), ("system", has_system)]
+        return [p for p, present in both if present]
+    return [mode]
+
+
 class AlignmentScorer:
     """Scores how well an output aligns with the user's request and/or the system prompt."""
 
@@ -235,31 +263,7 @@ class AlignmentScorer:
         return self._result(results, [], no_output=True)
 
     def _perspectives(self, task: str, system: str | None) -> list[Perspective]:
-        """Which perspectives to judge (SCORING.md "Missing prompts"); raises
-        ScoringInputError when the mode's reference is missing. `both` judges the
-        perspectives whose reference the run has, and needs at least one of them."""
-        has_user, has_system = bool((task or "").strip()), bool((system or "").strip())
-        if self.mode == "user" and not has_user:
-            raise ScoringInputError(
-                "alignment mode 'user' judges the output against the user's request, and this "
-                "run has no user message: send the run's input messages with a user turn, or "
-                "use mode 'system' or 'both'"
-            )
-        if self.mode == "system" and not has_system:
-            raise ScoringInputError(
-                "alignment mode 'system' judges the output against the system prompt, and this "
-                "run has none: send its system message, or use mode 'user' or 'both'"
-            )
-        if self.mode == "both" and not (has_user or has_system):
-            raise ScoringInputError(
-                "alignment mode 'both' judges the output against the user's request and the "
-                "system prompt, and this run has no user message and no system prompt: send "
-                "the run's input messages"
-            )
-        if self.mode == "both":
-            both: list[tuple[Perspective, bool]] = [("user", has_user), ("system", has_system)]
-            return [p for p, present in both if present]
-        return [self.mode]
+        return perspectives_for(self.mode, task, system)
 
     def _weights(self, perspective: Perspective) -> Weights:
         return self.weights.user if perspective == "user" else self.weights.system

@@ -48,14 +48,15 @@ _TRAILING_TAG = re.compile(rf"(?:{_TAG_BODY})$", re.IGNORECASE)  # the caller st
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _OTHER_SEPARATORS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _BOM = "\ufeff"
+# Why a line gives no criterion (ParsedLine.skipped), in words a preview can show.
+BLANK, HEADING, NO_TEXT = "a blank line", "a Markdown heading", "only a list marker or a tag"
 _TEXT_PART_TYPES = {None, "text", "input_text", "output_text"}
 
 
 @dataclass(frozen=True)
 class ParsedLine:
     """One line of the text form and what it became: a criterion (``description``,
-    ``required``), or nothing, with ``skipped`` saying why ("blank", "heading" or "no text
-    left" after its marker and tag)."""
+    ``required``), or nothing, with ``skipped`` saying why (BLANK, HEADING or NO_TEXT)."""
 
     number: int  # 1-based
     text: str  # the line as written (its other separators shown as spaces)
@@ -84,16 +85,16 @@ def _line_text(line: str) -> tuple[str, bool] | str:
     (``- [optional] B``) or trail at the very end (``- B (optional)``); one tag counts."""
     text = line.strip()
     if not text:
-        return "blank"
+        return BLANK
     if _HEADING.match(text):
-        return "heading"
+        return HEADING
     required, text = _tag(_LEADING_TAG, text)
     text = _MARKER.sub("", text, count=1).strip()
     if required is None:
         required, text = _tag(_LEADING_TAG, text)
     if required is None:
         required, text = _tag(_TRAILING_TAG, text)
-    return (text, required is not False) if text else "no text left"
+    return (text, required is not False) if text else NO_TEXT
 
 
 def parse_lines(text: str) -> list[ParsedLine]:

@@ -234,6 +234,7 @@ def _scores(evaluation: Evaluation, result: Any) -> dict[str, Any]:
         "user_score": result.user_score,
         "system_score": result.system_score,
         "system_applicable": result.system_applicable,
+        "user_applicable": result.user_applicable,
     }
 
 

@@ -6,6 +6,9 @@ import pytest
 
 from runs.scoring import Criterion
 from runs.scoring.text import (
+    BLANK,
+    HEADING,
+    NO_TEXT,
     coerce_criteria,
     count_criteria,
     output_text,
@@ -191,10 +194,10 @@ def test_parse_lines_says_what_every_line_became():
     assert [
         (line.number, line.text, line.description, line.required, line.skipped) for line in lines
     ] == [
-        (1, "# Checklist", None, True, "heading"),
-        (2, "", None, True, "blank"),
+        (1, "# Checklist", None, True, HEADING),
+        (2, "", None, True, BLANK),
         (3, "- Cites sources (optional)", "Cites sources", False, None),
-        (4, "- [optional]", None, True, "no text left"),
+        (4, "- [optional]", None, True, NO_TEXT),
         (5, "1. Is polite", "Is polite", True, None),
     ]
 
