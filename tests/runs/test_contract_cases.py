@@ -10,9 +10,11 @@ web process's own judge path) with the fake judge, the run page and the API.
 
 from __future__ import annotations
 
+import importlib
 import re
 
 import pytest
+from django.apps import apps as django_apps
 from django.urls import reverse
 
 from runs.models import AlignmentBreakdown, CriterionVerdict, Evaluation, Kind, Status
@@ -126,3 +128,21 @@ def test_scores_on_the_run_page_are_rounded_half_up(fake_judge, make_rubric, mak
     assert '<span class="big">0.63</span>' in page
     assert "0.63 × 0.40 = <strong>0.25</strong>" in page  # each dimension, half up too
     assert re.findall(r"0\.62(?!5)", page) == []  # the task text itself says 0.625
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_marks_stored_alignment_results_by_whether_they_have_a_user_score(
+    fake_judge, make_rubric, make_run
+):
+    backfill = importlib.import_module("runs.migrations.0011_evaluation_user_applicable").backfill
+    both = judged_run(make_run, rubric=make_rubric(name="b", alignment_mode="both").slug)
+    system = judged_run(make_run, rubric=make_rubric(name="s", alignment_mode="system").slug)
+    stored = Evaluation.objects.filter(kind=Kind.ALIGNMENT)
+    assert stored.filter(status=Status.SUCCEEDED).count() == 2
+    stored.update(user_applicable=None)  # as rows written before the field existed
+    pending = make_run(rubric=make_rubric(name="p", alignment_mode="both").slug)
+
+    backfill(django_apps, None)
+
+    flags = {e.run_id: e.user_applicable for e in stored}
+    assert (flags[both.id], flags[system.id], flags[pending.id]) == (True, False, None)
