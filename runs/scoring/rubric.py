@@ -253,7 +253,8 @@ class RubricScorer:
             )
             for c in criteria
         ]
-        return self._result(verdicts, _Judged({}, None, []), source, shown)
+        result = self._result(verdicts, _Judged({}, None, []), source, shown)
+        return result.model_copy(update={"no_output": True})
 
     async def _judge(
         self, pending: list[Criterion], shown: RunView, taught: dict[str, list[Example]]

@@ -196,6 +196,8 @@ class RubricResult(BaseModel):
     # What of the run the judge saw, and what the rendering cut to fit the token budget.
     view: str = "final"
     rendering: dict[str, Any] = Field(default_factory=dict)
+    # The agent produced nothing to judge: every criterion failed without a judge call.
+    no_output: bool = False
 
 
 # --- Prompt alignment ------------------------------------------------------------------------

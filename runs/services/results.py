@@ -217,6 +217,8 @@ def _result_fields(evaluation: Evaluation, result: Any) -> dict[str, Any]:
 def _scores(evaluation: Evaluation, result: Any) -> dict[str, Any]:
     if evaluation.kind == Kind.RUBRIC:
         reused = sum(1 for v in result.verdicts if v.reused)
+        # A run without output sends nothing to the judge: none of its verdicts was judged.
+        judged = 0 if result.no_output else len(result.verdicts) - reused
         return {
             "score": result.score,
             "passed": result.passed,
@@ -224,7 +226,7 @@ def _scores(evaluation: Evaluation, result: Any) -> dict[str, Any]:
             "overall": result.overall or "",
             "criteria_source": result.criteria_source,
             "criteria_reused": reused,
-            "criteria_judged": len(result.verdicts) - reused,
+            "criteria_judged": judged,
         }
     return {
         "score": result.score,

@@ -52,6 +52,7 @@ def test_a_run_without_output_is_scored_by_the_worker_without_any_judge_request(
     assert {e.status for e in evaluations} == {Status.SUCCEEDED}
     scored = by_kind[Kind.RUBRIC]
     assert (scored.passed, scored.score, scored.judge_calls, scored.calls) == (False, 0.0, 0, [])
+    assert (scored.criteria_judged, scored.criteria_reused) == (0, 0)
     verdicts = CriterionVerdict.objects.filter(evaluation=scored)
     assert verdicts.count() == 3
     assert {(v.satisfied, v.reasoning) for v in verdicts} == {(False, NO_OUTPUT_REASONING)}
@@ -65,6 +66,19 @@ def test_a_run_without_output_is_scored_by_the_worker_without_any_judge_request(
     assert fake_judge.stats()["requests"] == 0
     run.refresh_from_db()
     assert run.passed is False
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_run_page_says_nothing_was_sent_to_the_judge_for_a_run_without_output(
+    fake_judge, make_rubric, make_run, owner
+):
+    run = judged_run(make_run, rubric=make_rubric().slug, output="")
+
+    page = signed_in(owner).get(reverse("run_detail", args=[run.id])).content.decode()
+    assert 'data-testid="not-judged"' in page
+    reason = re.search(r'<pre class="reason" id="reason-text">(.*?)</pre>', page, re.S)
+    assert reason and reason.group(1).count(f"— {NO_OUTPUT_REASONING}") == 3  # each criterion
+    assert fake_judge.stats()["requests"] == 0
 
 
 @pytest.mark.worker

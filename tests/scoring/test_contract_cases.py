@@ -148,6 +148,7 @@ def test_no_output_fails_every_criterion_without_a_judge_call(judge, server, out
     assert NO_OUTPUT_REASONING == "the agent produced no output"
     assert result.calls == [] and server.stats()["requests"] == 0
     assert result.reason.startswith("Rubric not satisfied.")
+    assert result.no_output
 
 
 def test_no_output_does_not_reuse_a_verdict_a_judge_once_gave_on_it(judge, server):
@@ -184,7 +185,7 @@ def test_tool_calls_count_as_output_only_in_a_view_that_shows_them(judge, server
     shown = RubricScorer(judge, criteria="- A", view="trajectory").score(
         messages=MESSAGES, output=TOOL_ONLY_OUTPUT
     )
-    assert shown.verdicts[0].reasoning != NO_OUTPUT_REASONING
+    assert shown.verdicts[0].reasoning != NO_OUTPUT_REASONING and not shown.no_output
     assert server.stats()["requests"] == 1
     hidden = RubricScorer(judge, criteria="- A", view="conversation").score(
         messages=MESSAGES, output=TOOL_ONLY_OUTPUT
