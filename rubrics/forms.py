@@ -220,8 +220,8 @@ class RubricCreateForm(forms.Form):
         required=False,
         max_length=100_000,
         widget=forms.Textarea(attrs={"rows": 8}),
-        help_text="One criterion per line. List markers are removed; start a line with "
-        "[optional] to make it optional.",
+        help_text="One criterion per line. List markers are removed; an [optional] or "
+        "(optional) tag at the start or the end of a line makes it optional.",
     )
 
     def apply_service_errors(self, error: RubricValidationError) -> None:

@@ -5,6 +5,7 @@ from django.db import models
 from django.db.models import Q
 
 from rubrics.models import AlignmentMode, Criterion, Rubric, RubricVersion
+from runs.scoring.rules import display_round
 from runs.scoring.trajectory import Step, normalise
 from teams.models import Team
 
@@ -257,6 +258,9 @@ class Evaluation(models.Model):
     user_score = models.FloatField(null=True, blank=True)
     system_score = models.FloatField(null=True, blank=True)
     system_applicable = models.BooleanField(null=True)
+    # Whether the user perspective was judged: false in system mode and for `both` without a
+    # user message (the system perspective alone then makes the score).
+    user_applicable = models.BooleanField(null=True)
     # The newest succeeded evaluation per (run, kind, rubric) is current.
     is_current = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -427,7 +431,7 @@ class AlignmentBreakdown(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.perspective} alignment {self.weighted_score:.2f}"
+        return f"{self.perspective} alignment {display_round(self.weighted_score):.2f}"
 
 
 # OpenTelemetry ingest's staged spans and service defaults live with their code (runs/otel/).

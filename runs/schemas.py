@@ -16,6 +16,7 @@ from pydantic import ConfigDict, ValidationInfo, WithJsonSchema, field_validator
 
 from .models import AgentRun, Evaluation, Kind, Status
 from .payloads import CriterionIn, RunPayload
+from .scoring.rules import display_round
 from .scoring.trajectory import tool_names
 from .selectors.evaluations import Scored
 from .services.bulk import MAX_BULK_RUNS
@@ -79,9 +80,18 @@ class AlignmentOut(Schema):
     system: PerspectiveOut | None
     user_score: float | None
     system_score: float | None
-    score: float | None = Field(description="Final score (weighted, times the scale)")
+    score: float | None = Field(
+        description="Final score (weighted, times the scale), summed exactly: "
+        "a perfect answer is exactly 1 times the scale"
+    )
+    display_score: float | None = Field(description="score rounded half up to 2 decimals")
     band: str
-    system_applicable: bool | None
+    system_applicable: bool | None = Field(
+        description="The system perspective was judged (false: user mode, or no system prompt)"
+    )
+    user_applicable: bool | None = Field(
+        description="The user perspective was judged (false: system mode, or no user message)"
+    )
 
 
 class EvaluationOut(Schema):
@@ -151,8 +161,10 @@ def _alignment(e: Evaluation, breakdowns: Iterable[Any]) -> dict[str, Any]:
         "user_score": e.user_score,
         "system_score": e.system_score,
         "score": e.score,
+        "display_score": None if e.score is None else display_round(e.score),
         "band": e.band,
         "system_applicable": e.system_applicable,
+        "user_applicable": e.user_applicable,
     }
 
 

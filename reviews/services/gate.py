@@ -33,6 +33,7 @@ from runs.models import (
     GateState,
     Status,
 )
+from runs.scoring import display_round
 from teams.models import Team
 
 from ..models import VerdictLabel
@@ -108,18 +109,23 @@ def gate_check(gate: dict[str, Any], report: ComparisonReport) -> dict[str, Any]
     }
 
 
+def _two(value: float) -> str:
+    return f"{display_round(value):.2f}"  # the one display rounding (half up)
+
+
 def _reasons(gate: dict[str, Any], a: Any, b: Any) -> list[str]:
     reasons = []
     if gate.get("min_agreement") is not None and b.agreement < gate["min_agreement"]:
-        reasons.append(f"agreement {b.agreement:.2f} is below {gate['min_agreement']:.2f}")
+        reasons.append(f"agreement {_two(b.agreement)} is below {_two(gate['min_agreement'])}")
     kappa_min = gate.get("min_kappa")
     if kappa_min is not None and b.kappa is not None and b.kappa < kappa_min:
-        reasons.append(f"kappa {b.kappa:.2f} is below {kappa_min:.2f}")
+        reasons.append(f"kappa {_two(b.kappa)} is below {_two(kappa_min)}")
     drop = gate.get("max_drop")
     measured = a is not None and a.labelled and a.agreement is not None
     if drop is not None and measured and a.agreement - b.agreement > drop + 1e-9:
         reasons.append(
-            f"agreement drops from {a.agreement:.2f} to {b.agreement:.2f} (more than {drop:.2f})"
+            f"agreement drops from {_two(a.agreement)} to {_two(b.agreement)} "
+            f"(more than {_two(drop)})"
         )
     return reasons
 

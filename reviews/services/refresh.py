@@ -21,6 +21,7 @@ from runs.models import AgentRun, AlignmentBreakdown, CriterionVerdict, Evaluati
 from runs.scoring import (
     DIMENSIONS,
     alignment_combine,
+    alignment_final,
     perspective_score,
     rubric_passed,
     rubric_score,
@@ -216,8 +217,8 @@ def _alignment_fields(run_id: Any, evaluation_id: Any) -> dict[str, Any]:
     }
     share = (evaluation.alignment_weights or {}).get("user_share")
     weighted = alignment_combine(scores.get("user"), scores.get("system"), share)
-    # score = weighted × scale, as AlignmentScorer computes it.
-    return {"alignment_score": weighted * evaluation.scale}
+    # score = weighted × scale, exactly as AlignmentScorer computes it.
+    return {"alignment_score": alignment_final(weighted, evaluation.scale)}
 
 
 def _dimension_scores(

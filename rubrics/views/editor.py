@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from evalsite.errors import page_message
-from runs.scoring.text import count_criteria, parse_criteria
+from runs.scoring.text import BLANK, count_criteria, parse_criteria, parse_lines
 from runs.selectors import rubric_stats
 from runs.services.try_it import rubric_try
 from teams.access import TeamRequest, editor_required, team_object_or_404, team_required
@@ -85,7 +85,21 @@ def rubric_new(request: TeamRequest) -> HttpResponse:
     template = "rubrics/rubric_new.html"
     if request.htmx and request.POST.get("op") == "preview":
         template += "#import-preview"
-    return render(request, template, {"form": form, "parsed": parsed})
+    context = {"form": form, "parsed": parsed, "paste": _paste_lines(form, "criteria_text", parsed)}
+    return render(request, template, context)
+
+
+def _paste_lines(form: forms.Form, field: str, parsed: list[Any] | None) -> dict[str, Any]:
+    """What each pasted line became, for the preview: the lines that gave a criterion (as
+    written, and the criterion) and the other non-blank ones with why they gave none. Only
+    for text within the cap (``parsed`` is not None)."""
+    if parsed is None or not hasattr(form, "cleaned_data"):
+        return {"criteria": [], "skipped": []}
+    lines = parse_lines(form.cleaned_data.get(field) or "")
+    return {
+        "criteria": [line for line in lines if line.description is not None],
+        "skipped": [line for line in lines if line.skipped not in (None, BLANK)],
+    }
 
 
 def _parsed_paste(form: forms.Form, field: str) -> list[Any] | None:
@@ -253,6 +267,7 @@ def rubric_criteria(request: TeamRequest, rubric_id: Any) -> HttpResponse:
         meta=meta,
         view_form=view_form,
         parsed=parsed,
+        paste=_paste_lines(meta, "import_text", parsed),
         rows=rows,
     )
 

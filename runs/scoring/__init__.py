@@ -9,7 +9,7 @@ agent loop can call the scorers directly:
         feed_back_to_agent(result.reason)
 
 The rules that turn verdicts and dimension scores into a result (gating, the perspective mix,
-bands) are exported too, so a result corrected by hand is computed the way a judged one is.
+exact sums, bands, the display rounding) are exported too, so a result corrected by hand is computed the way a judged one is.
 Helpers the server uses (criteria parsing details, message text extraction, the judge's
 routing) are imported from their modules (`runs.scoring.text`, `runs.scoring.judge`, ...).
 """
@@ -28,7 +28,9 @@ from .rubric import RubricScorer
 from .rules import (
     DIMENSIONS,
     alignment_combine,
+    alignment_final,
     band_for,
+    display_round,
     perspective_score,
     rubric_passed,
     rubric_score,
@@ -70,7 +72,9 @@ __all__ = [
     "Verdict",
     "Weights",
     "alignment_combine",
+    "alignment_final",
     "band_for",
+    "display_round",
     "parse_criteria",
     "perspective_score",
     "rubric_passed",

@@ -12,17 +12,28 @@ from .llm import count_tokens
 from .prompts import alignment_messages, alignment_schema, one_line
 from .render import DEFAULT_TOKEN_BUDGET, RunView, View, run_view
 from .rubric import checked_budget, checked_view
-from .rules import DIMENSIONS, alignment_combine, band_for, perspective_score
+from .rules import (
+    DIMENSIONS,
+    alignment_combine,
+    alignment_final,
+    band_for,
+    display_round,
+    perspective_score,
+)
 from .sync import checked_scale, run_sync
 from .types import (
     AlignmentMode,
     AlignmentResult,
     AlignmentWeights,
+    AppropriatenessAnalysis,
+    CompletenessAnalysis,
+    IntentAnalysis,
     JudgeCall,
     JudgeConfig,
     Perspective,
     PerspectiveAnswer,
     PerspectiveResult,
+    RequirementsAnalysis,
     Usage,
     Weights,
 )
@@ -30,10 +41,36 @@ from .types import (
 NOT_APPLICABLE = (
     "System perspective not applicable (no system prompt): the score is the user perspective's."
 )
+USER_NOT_APPLICABLE = (
+    "User perspective not applicable (no user message): the score is the system perspective's."
+)
+NO_OUTPUT = "the agent produced no output"
+NO_OUTPUT_NOTE = "The agent produced no output: every dimension scores 0 and no judge was asked."
+
+
+def _two(value: float) -> str:
+    """A score in reason text: rounded half up to 2 decimals (rules.display_round)."""
+    return f"{display_round(value):.2f}"
+
+
+def no_output_answer() -> PerspectiveAnswer:
+    """A perspective's answer when the agent produced nothing to judge (SCORING.md "Missing
+    prompts"): every dimension 0, each reasoning saying why. Built here, never asked."""
+    return PerspectiveAnswer(
+        intent=IntentAnalysis(
+            score=0.0, primary_intent="", is_addressed=False, reasoning=NO_OUTPUT
+        ),
+        requirements=RequirementsAnalysis(score=0.0, requirements=[]),
+        completeness=CompletenessAnalysis(score=0.0, missing_elements=[], reasoning=NO_OUTPUT),
+        appropriateness=AppropriatenessAnalysis(
+            score=0.0, format_aligned=False, tone_aligned=False, reasoning=NO_OUTPUT
+        ),
+        overall_assessment=NO_OUTPUT_NOTE,
+    )
 
 
 def weighted_score(answer: PerspectiveAnswer, weights: Weights) -> float:
-    """Σ dimension score × its weight, unrounded."""
+    """Σ dimension score × its weight, summed exactly (rules.perspective_score)."""
     return perspective_score(
         {d: getattr(answer, d).score for d in DIMENSIONS}, weights.model_dump()
     )
@@ -72,7 +109,7 @@ def _dimension_lines(p: PerspectiveResult) -> list[str]:
     lines = []
     for d in DIMENSIONS:
         value, weight = getattr(p, d).score, getattr(p.weights, d)
-        lines.append(f"- {d.capitalize()} (weight {weight:.2f}): {value:.2f} — {reasons[d]}")
+        lines.append(f"- {d.capitalize()} (weight {_two(weight)}): {_two(value)} — {reasons[d]}")
     return lines
 
 
@@ -87,7 +124,7 @@ def _gap_lines(p: PerspectiveResult) -> list[str]:
 
 
 def _perspective_lines(p: PerspectiveResult) -> list[str]:
-    header = f"{p.perspective.capitalize()} perspective: {p.weighted_score:.2f}"
+    header = f"{p.perspective.capitalize()} perspective: {_two(p.weighted_score)}"
     overall = (
         [f"- Overall: {one_line(p.overall_assessment)}"] if p.overall_assessment.strip() else []
     )
@@ -98,22 +135,54 @@ def alignment_reason(result: AlignmentResult, weights: AlignmentWeights) -> str:
     """Score, band, every dimension (weight, value, reasoning), unmet requirements, gaps."""
     lines = [
         f"Alignment score {result.display_score:g} out of {result.scale:g} ({result.band}; "
-        f"weighted {result.weighted_score:.2f}, mode {result.mode})."
+        f"weighted {_two(result.weighted_score)}, mode {result.mode})."
     ]
-    if result.mode == "both" and result.system_applicable:
+    if result.no_output:
+        lines.append(NO_OUTPUT_NOTE)
+    if result.mode == "both" and result.system_applicable and result.user_applicable:
         share = weights.user_share
         lines.append(
-            f"Combined as {share:.2f} × user {result.user_score:.2f} + "
-            f"{1 - share:.2f} × system {result.system_score:.2f}."
+            f"Combined as {_two(share)} × user {_two(result.user_score or 0.0)} + "
+            f"{_two(1 - share)} × system {_two(result.system_score or 0.0)}."
         )
     for p in result.perspectives.values():
         lines += _perspective_lines(p)
     if result.mode == "both" and not result.system_applicable:
         lines.append(NOT_APPLICABLE)
+    if result.mode == "both" and not result.user_applicable:
+        lines.append(USER_NOT_APPLICABLE)
     return "\n".join(lines)
 
 
 # --- The scorer ----------------------------------------------------------------------------------
+
+
+def perspectives_for(mode: AlignmentMode, task: str, system: str | None) -> list[Perspective]:
+    """Which perspectives a run is judged from (SCORING.md "Missing prompts"); raises
+    ScoringInputError when the mode's reference is missing. `both` judges the perspectives
+    whose reference the run has, and needs at least one of them."""
+    has_user, has_system = bool((task or "").strip()), bool((system or "").strip())
+    if mode == "user" and not has_user:
+        raise ScoringInputError(
+            "alignment mode 'user' judges the output against the user's request, and this "
+            "run has no user message: send the run's input messages with a user turn, or "
+            "use mode 'system' or 'both'"
+        )
+    if mode == "system" and not has_system:
+        raise ScoringInputError(
+            "alignment mode 'system' judges the output against the system prompt, and this "
+            "run has none: send its system message, or use mode 'user' or 'both'"
+        )
+    if mode == "both" and not (has_user or has_system):
+        raise ScoringInputError(
+            "alignment mode 'both' judges the output against the user's request and the "
+            "system prompt, and this run has no user message and no system prompt: send "
+            "the run's input messages"
+        )
+    if mode == "both":
+        both: list[tuple[Perspective, bool]] = [("user", has_user), ("system", has_system)]
+        return [p for p, present in both if present]
+    return [mode]
 
 
 class AlignmentScorer:
@@ -166,6 +235,13 @@ class AlignmentScorer:
             expected_output=expected_output,
         )
         perspectives = self._perspectives(shown.user_turns, shown.system)
+        if not shown.has_output:
+            result = self._no_output(perspectives)
+        else:
+            result = await self._judged(perspectives, shown)
+        return result.model_copy(update={"view": shown.view, "rendering": shown.rendering})
+
+    async def _judged(self, perspectives: list[Perspective], shown: RunView) -> AlignmentResult:
         outcomes = await asyncio.gather(
             *(self._judge(p, shown) for p in perspectives), return_exceptions=True
         )
@@ -176,24 +252,21 @@ class AlignmentScorer:
         if errors:
             raise pick_error(errors, calls)
         pairs = [o for o in outcomes if isinstance(o, tuple)]
-        result = self._result({p.perspective: p for p, _ in pairs}, calls)
-        return result.model_copy(update={"view": shown.view, "rendering": shown.rendering})
+        return self._result({p.perspective: p for p, _ in pairs}, calls)
+
+    def _no_output(self, perspectives: list[Perspective]) -> AlignmentResult:
+        """No output at all: every dimension of every perspective 0, and no judge call."""
+        answer = no_output_answer()
+        results: dict[str, PerspectiveResult] = {
+            p: _perspective(p, answer, self._weights(p)) for p in perspectives
+        }
+        return self._result(results, [], no_output=True)
 
     def _perspectives(self, task: str, system: str | None) -> list[Perspective]:
-        """Which perspectives to judge; raises ScoringInputError when one cannot be."""
-        if self.mode in ("user", "both") and not (task or "").strip():
-            raise ScoringInputError(
-                f"alignment mode {self.mode!r} judges the output against the user's request, "
-                "and this run has no user message: send the run's input messages with a user turn"
-            )
-        if self.mode == "system" and not (system or "").strip():
-            raise ScoringInputError(
-                "alignment mode 'system' judges the output against the system prompt, and this "
-                "run has none: send its system message, or use mode 'user' or 'both'"
-            )
-        if self.mode == "both":
-            return ["user", "system"] if (system or "").strip() else ["user"]
-        return [self.mode]
+        return perspectives_for(self.mode, task, system)
+
+    def _weights(self, perspective: Perspective) -> Weights:
+        return self.weights.user if perspective == "user" else self.weights.system
 
     async def _judge(
         self, perspective: Perspective, shown: RunView
@@ -213,8 +286,7 @@ class AlignmentScorer:
             schema=alignment_schema(),
             validate=PerspectiveAnswer.model_validate,
         )
-        weights = self.weights.user if perspective == "user" else self.weights.system
-        return _perspective(perspective, answer, weights), calls
+        return _perspective(perspective, answer, self._weights(perspective)), calls
 
     def _combined(self, results: dict[str, PerspectiveResult]) -> float:
         user, system = results.get("user"), results.get("system")
@@ -225,18 +297,23 @@ class AlignmentScorer:
         )
 
     def _result(
-        self, results: dict[str, PerspectiveResult], calls: list[JudgeCall]
+        self,
+        results: dict[str, PerspectiveResult],
+        calls: list[JudgeCall],
+        no_output: bool = False,
     ) -> AlignmentResult:
         weighted = self._combined(results)
-        score = weighted * self.scale
+        score = alignment_final(weighted, self.scale)
         result = AlignmentResult(
             score=score,
-            display_score=round(score, 2),
+            display_score=display_round(score),
             weighted_score=weighted,
             scale=self.scale,
             user_score=results["user"].weighted_score if "user" in results else None,
             system_score=results["system"].weighted_score if "system" in results else None,
             system_applicable=self.mode != "user" and "system" in results,
+            user_applicable=self.mode != "system" and "user" in results,
+            no_output=no_output,
             mode=self.mode,
             perspectives=results,
             band=band_for(weighted),

@@ -21,7 +21,10 @@ from .types import Criterion, JudgeConfig
 # rubric-2026-11: run texts and criteria in blocks under a random boundary (runs.scoring.prompts).
 # A verdict given under the old prompt may have been steered by an output that closed its own
 # block, so none is reused.
-PROMPT_VERSION = "rubric-2026-11"
+# rubric-2026-12: the verdict schema asks for the reasoning (and the evidence) before
+# `satisfied`; with structured output that changes how the judge arrives at its verdict, so a
+# verdict given when it decided first is not reused.
+PROMPT_VERSION = "rubric-2026-12"
 
 
 def verdict_key(

@@ -221,18 +221,20 @@ def rubric_messages(
 
 def rubric_schema(labels: list[str], *, evidence: bool = False) -> dict[str, Any]:
     """The verdicts' schema; with ``evidence`` (a transcript was shown) each verdict also
-    lists the step numbers it relied on."""
-    properties: dict[str, Any] = {
-        "criterion_id": {"type": "string", "enum": labels},
-        "satisfied": {"type": "boolean"},
-        "reasoning": {"type": "string"},
-    }
+    lists the step numbers it relied on.
+
+    Property order is part of the contract (SCORING.md "The judge reasons before it
+    decides"): a judge with structured output writes the properties in schema order, so the
+    evidence comes first, then the reasoning, and the verdict last."""
+    properties: dict[str, Any] = {"criterion_id": {"type": "string", "enum": labels}}
     if evidence:
         properties["evidence"] = {
             "type": "array",
             "items": {"type": "integer"},
             "description": "step numbers of the transcript this verdict relies on",
         }
+    properties["reasoning"] = {"type": "string"}
+    properties["satisfied"] = {"type": "boolean"}
     verdict = {
         "type": "object",
         "properties": properties,
@@ -303,29 +305,32 @@ def _object(properties: dict[str, Any]) -> dict[str, Any]:
 
 
 def alignment_schema() -> dict[str, Any]:
+    """One perspective's answer schema. As in the rubric's, every reasoning comes before the
+    flags and the score it justifies, and a dimension's findings (the intent, the
+    requirements, the missing elements) before its reasoning."""
     # The range is stated, not enforced with minimum/maximum: not every provider's strict mode
     # accepts those keywords. The engine rejects out-of-range scores itself.
     score = {"type": "number", "description": "from 0 to 1 inclusive"}
     text = {"type": "string"}
     flag = {"type": "boolean"}
-    requirement = _object({"requirement": text, "fulfilled": flag, "reasoning": text})
+    requirement = _object({"requirement": text, "reasoning": text, "fulfilled": flag})
     return _object(
         {
             "intent": _object(
-                {"score": score, "primary_intent": text, "is_addressed": flag, "reasoning": text}
+                {"primary_intent": text, "reasoning": text, "is_addressed": flag, "score": score}
             ),
             "requirements": _object(
                 {"requirements": {"type": "array", "items": requirement}, "score": score}
             ),
             "completeness": _object(
                 {
-                    "score": score,
                     "missing_elements": {"type": "array", "items": text},
                     "reasoning": text,
+                    "score": score,
                 }
             ),
             "appropriateness": _object(
-                {"score": score, "format_aligned": flag, "tone_aligned": flag, "reasoning": text}
+                {"reasoning": text, "format_aligned": flag, "tone_aligned": flag, "score": score}
             ),
             "overall_assessment": text,
         }

@@ -56,10 +56,19 @@ class RunView:
     user_turns: str = ""
     shown_steps: frozenset[int] = frozenset()
     rendering: dict[str, Any] = field(default_factory=dict)
+    # The output's steps other than messages (tool calls, their results, unknown parts) that
+    # this view shows the judge: the trajectory view's; none in the other views.
+    output_actions: int = 0
 
     @property
     def has_transcript(self) -> bool:
         return self.transcript is not None
+
+    @property
+    def has_output(self) -> bool:
+        """Whether the agent produced anything the judge would look at (SCORING.md "No
+        output at all"): output text, or, in a view that shows them, tool calls."""
+        return bool(self.output.strip()) or self.output_actions > 0
 
 
 def approx_tokens(text: str) -> int:
@@ -142,11 +151,16 @@ def render(
         output=output,
         reference=reference,
         user_turns=_user_turns(steps) if view != "final" else task,
+        output_actions=_output_actions(steps) if view == "trajectory" else 0,
     )
     if view == "final":
         return _fit_blocks(base, budget, count, lines=[])
     shown = [s for s in steps if _in_view(s, view)]
     return _fit_transcript(base, shown, budget, count)
+
+
+def _output_actions(steps: list[Step]) -> int:
+    return sum(1 for s in steps if s.get("source") == "output" and s["kind"] != "message")
 
 
 def _blocks_chars(v: RunView) -> int:

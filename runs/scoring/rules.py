@@ -8,7 +8,9 @@ perspective score, the user/system mix and the bands.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Protocol, TypeVar
 
 DIMENSIONS = ("intent", "requirements", "completeness", "appropriateness")
@@ -23,6 +25,11 @@ BANDS: tuple[tuple[float, str], ...] = (
     (0.4, "poor"),
     (0.0, "very poor"),
 )
+# Stored scores are exact sums rounded to this many decimals, so a perfect answer is exactly
+# 1.0 (never 0.9999999999999999) and 0.3 everywhere is 0.3 (never 0.30000000000000004).
+STORED_DECIMALS = 12
+# Display rounding (half up) only matters below this size: larger floats carry no decimals.
+_DISPLAY_LIMIT = 1e15
 
 
 class Gated(Protocol):
@@ -55,9 +62,29 @@ def rubric_score(passed: bool, scale: float) -> float:
     return scale * (1.0 if passed else 0.0)
 
 
+def stored_score(value: float) -> float:
+    """A computed score as it is stored and compared: rounded to STORED_DECIMALS decimals,
+    which removes the binary noise of the weighted sum and nothing a person could see."""
+    return round(value, STORED_DECIMALS)
+
+
+def display_round(value: float, digits: int = 2) -> float:
+    """``value`` rounded half up to ``digits`` decimals, as people read numbers (and the
+    reference shows them): 0.625 shows as 0.63, not Python's half-to-even 0.62.
+
+    The one display rounding of scores: the engine's reason text, the API's display_score,
+    the pages' number filters all call it. The decimal digits are the float's shortest repr,
+    so 0.675 (stored as 0.67499999999999993…) rounds as the 0.675 it was written as."""
+    if not math.isfinite(value) or abs(value) >= _DISPLAY_LIMIT:
+        return float(value)
+    step = Decimal(1).scaleb(-digits)
+    return float(Decimal(repr(float(value))).quantize(step, rounding=ROUND_HALF_UP))
+
+
 def perspective_score(scores: Mapping[str, float], weights: Mapping[str, float]) -> float:
-    """Σ dimension score × its weight over the four dimensions, unrounded (SCORING.md §2)."""
-    return sum(scores[d] * float(weights[d]) for d in DIMENSIONS)
+    """Σ dimension score × its weight over the four dimensions (SCORING.md §2), summed
+    exactly (``math.fsum``) and stored to STORED_DECIMALS decimals."""
+    return stored_score(math.fsum(scores[d] * float(weights[d]) for d in DIMENSIONS))
 
 
 def alignment_combine(
@@ -70,9 +97,14 @@ def alignment_combine(
     """
     share = DEFAULT_USER_SHARE if user_share is None else user_share
     if user is not None and system is not None:
-        return share * user + (1 - share) * system
+        return stored_score(math.fsum((share * user, (1 - share) * system)))
     only = user if user is not None else system
-    return only or 0.0
+    return stored_score(only or 0.0)
+
+
+def alignment_final(weighted: float, scale: float) -> float:
+    """The final alignment score: the 0–1 weighted score times the scale, as stored."""
+    return stored_score(weighted * scale)
 
 
 def band_for(score: float) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from .types import CriteriaSource, Criterion
@@ -25,33 +26,101 @@ _MARKER = re.compile(
     re.VERBOSE,
 )
 _HEADING = re.compile(r"^#{1,6}(?:\s|$)")
-_TAG = re.compile(r"^(?:\[(optional|required)\]|\((optional|required)\))\s*", re.IGNORECASE)
+# The optional / required tag (SCORING.md "Text form"): the word in ASCII or full-width
+# brackets or parentheses. Only the listed words count; ASCII ones in any case.
+_TAG_WORD = r"\s*(optional|required|可選|可选|選填|选填)\s*"
+_TAG_BODY = "|".join(
+    rf"{re.escape(left)}{_TAG_WORD}{re.escape(right)}"
+    for left, right in (
+        ("[", "]"),
+        ("(", ")"),
+        ("［", "］"),
+        ("（", "）"),
+        ("【", "】"),
+        ("「", "」"),
+    )
+)
+_LEADING_TAG = re.compile(rf"^(?:{_TAG_BODY})\s*", re.IGNORECASE)
+_TRAILING_TAG = re.compile(rf"(?:{_TAG_BODY})$", re.IGNORECASE)  # the caller strips
+# Lines end at \n, \r\n or \r only. Python's splitlines also ends them at these (form feed,
+# vertical tab, file/group/record separators, NEL, line and paragraph separators); here they
+# stay inside the line, as spaces.
+_LINE_END = re.compile(r"\r\n|\r|\n")
+_OTHER_SEPARATORS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_BOM = "\ufeff"
+# Why a line gives no criterion (ParsedLine.skipped), in words a preview can show.
+BLANK, HEADING, NO_TEXT = "a blank line", "a Markdown heading", "only a list marker or a tag"
 _TEXT_PART_TYPES = {None, "text", "input_text", "output_text"}
 
 
-def _line_text(line: str) -> tuple[str, bool] | None:
-    """(description, required) of one line of the text form, or None for no criterion."""
+@dataclass(frozen=True)
+class ParsedLine:
+    """One line of the text form and what it became: a criterion (``description``,
+    ``required``), or nothing, with ``skipped`` saying why (BLANK, HEADING or NO_TEXT)."""
+
+    number: int  # 1-based
+    text: str  # the line as written (its other separators shown as spaces)
+    description: str | None = None
+    required: bool = True
+    skipped: str | None = None
+
+
+def _lines(text: str) -> list[str]:
+    return _LINE_END.split(_OTHER_SEPARATORS.sub(" ", text.removeprefix(_BOM)))
+
+
+def _tag(pattern: re.Pattern[str], text: str) -> tuple[bool | None, str]:
+    """(required, the text without the tag) when ``pattern`` finds a tag, else (None, text)."""
+    found = pattern.search(text)
+    if not found:
+        return None, text
+    word = next(g for g in found.groups() if g is not None)
+    return word.lower() == "required", (text[: found.start()] + text[found.end() :]).strip()
+
+
+def _line_text(line: str) -> tuple[str, bool] | str:
+    """(description, required) of one line of the text form, or why it gives no criterion.
+
+    The tag may lead before the list marker (``[optional] - B``), lead after it
+    (``- [optional] B``) or trail at the very end (``- B (optional)``); one tag counts."""
     text = line.strip()
-    if not text or _HEADING.match(text):
-        return None
+    if not text:
+        return BLANK
+    if _HEADING.match(text):
+        return HEADING
+    required, text = _tag(_LEADING_TAG, text)
     text = _MARKER.sub("", text, count=1).strip()
-    required = True
-    tag = _TAG.match(text)
-    if tag:
-        required = (tag.group(1) or tag.group(2)).lower() == "required"
-        text = text[tag.end() :].strip()
-    return (text, required) if text else None
+    if required is None:
+        required, text = _tag(_LEADING_TAG, text)
+    if required is None:
+        required, text = _tag(_TRAILING_TAG, text)
+    return (text, required is not False) if text else NO_TEXT
+
+
+def parse_lines(text: str) -> list[ParsedLine]:
+    """Every line of ``text`` and what the text form makes of it (the editor's paste preview
+    shows this, so people see what each line became)."""
+    out = []
+    for number, line in enumerate(_lines(text), start=1):
+        parsed = _line_text(line)
+        if isinstance(parsed, str):
+            out.append(ParsedLine(number, line, skipped=parsed))
+        else:
+            out.append(ParsedLine(number, line, description=parsed[0], required=parsed[1]))
+    return out
 
 
 def _criterion_from_line(line: str) -> Criterion | None:
     parsed = _line_text(line)
-    return Criterion(description=parsed[0], required=parsed[1]) if parsed else None
+    if isinstance(parsed, str):
+        return None
+    return Criterion(description=parsed[0], required=parsed[1])
 
 
 def count_criteria(text: str) -> int:
     """How many criteria ``parse_criteria(text)`` gives, without building them: several times
     cheaper, so a caller can hold text to a cap before parsing it."""
-    return sum(1 for line in text.splitlines() if _line_text(line) is not None)
+    return sum(1 for line in _lines(text) if not isinstance(_line_text(line), str))
 
 
 def _with_positional_ids(criteria: list[Criterion]) -> list[Criterion]:
@@ -80,11 +149,14 @@ def _with_positional_ids(criteria: list[Criterion]) -> list[Criterion]:
 def parse_criteria(text: str) -> list[Criterion]:
     """Parse newline-separated criteria (the "text form" of SCORING.md).
 
-    Per line: one leading list marker (followed by whitespace) is removed, blank lines and
-    Markdown headings are dropped, a leading [optional]/(optional) tag makes the criterion
-    optional ([required] is accepted). Ids are "c1", "c2", ... by position.
+    Lines end at \\n, \\r\\n or \\r only (other separators stay in the line as spaces) and a
+    leading byte order mark is dropped. Per line: one leading list marker (followed by
+    whitespace) is removed, blank lines and Markdown headings are dropped, and an optional
+    tag (``[optional]``, ``(optional)``, ``（選填）``, ``【可选】``, ...: see ``_TAG_BODY``) leading
+    before or after the marker or trailing at the end makes the criterion optional
+    (``[required]`` is accepted). Ids are "c1", "c2", ... by position.
     """
-    parsed = (_criterion_from_line(line) for line in text.splitlines())
+    parsed = (_criterion_from_line(line) for line in _lines(text))
     return _with_positional_ids([c for c in parsed if c is not None])
 
 
@@ -143,7 +215,13 @@ def _is_blank(value: Any) -> bool:
 
 
 def _rubric_value(container: Any) -> Any:
-    return container.get("rubric") if isinstance(container, Mapping) else None
+    """The ``rubric`` of a dict or of any mapping-like object (one with ``get``, such as the
+    reference framework's request context), so such a context never silently counts as "no
+    rubric" (SCORING.md "No criteria at all")."""
+    if isinstance(container, Mapping):
+        return container.get("rubric")
+    get = getattr(container, "get", None)
+    return get("rubric") if callable(get) and not isinstance(container, str | bytes) else None
 
 
 def resolve_criteria(

@@ -196,6 +196,8 @@ class RubricResult(BaseModel):
     # What of the run the judge saw, and what the rendering cut to fit the token budget.
     view: str = "final"
     rendering: dict[str, Any] = Field(default_factory=dict)
+    # The agent produced nothing to judge: every criterion failed without a judge call.
+    no_output: bool = False
 
 
 # --- Prompt alignment ------------------------------------------------------------------------
@@ -304,10 +306,14 @@ class PerspectiveResult(BaseModel):
 
 
 class AlignmentResult(BaseModel):
-    """`score` is weighted × scale, unrounded; `display_score` is it rounded to 2 decimals.
+    """`score` is weighted × scale, summed exactly and stored to 12 decimals (a perfect answer
+    is exactly 1.0); `display_score` is it rounded half up to 2 decimals.
 
     `weighted_score` is the 0–1 score the band comes from. `system_score` is None when the
-    system perspective was not judged (user mode, or `both` without a system prompt).
+    system perspective was not judged (user mode, or `both` without a system prompt) and
+    `user_score` when the user one was not (system mode, or `both` without a user message);
+    `system_applicable` / `user_applicable` say so. `no_output`: the agent produced nothing
+    to judge, every dimension is 0 and no judge was asked.
     """
 
     score: float
@@ -318,6 +324,8 @@ class AlignmentResult(BaseModel):
     system_score: float | None
     system_applicable: bool
     mode: AlignmentMode
+    user_applicable: bool = True
+    no_output: bool = False
     perspectives: dict[str, PerspectiveResult]
     band: str
     reason: str

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from runs.scoring import Criterion as CriterionSpec
-from runs.scoring import JudgeConfig, PriorVerdict, verdict_key
+from runs.scoring import JudgeConfig, PriorVerdict, ScoringInputError, verdict_key
+from runs.scoring.alignment import perspectives_for
 from runs.scoring.prompts import alignment_messages, rubric_messages
+from runs.scoring.types import AlignmentMode
 
 from ..models import Evaluation, Kind
 
@@ -73,17 +75,18 @@ def rubric_plan(
 
 
 def alignment_plan(evaluation: Evaluation) -> CallPlan:
-    """One call per perspective judged (user, system, or both when there is a system text)."""
+    """One call per perspective judged (the scorer's own rule: runs.scoring.alignment); none
+    when a missing prompt makes the evaluation fail before any call."""
     run = evaluation.run
-    mode = evaluation.alignment_mode or "both"
-    has_system = bool((run.system_text or "").strip())
-    perspectives = {"user": ["user"], "system": ["system"]}.get(
-        mode, ["user", "system"] if has_system else ["user"]
-    )
+    mode = cast(AlignmentMode, evaluation.alignment_mode or "both")
+    try:
+        perspectives = perspectives_for(mode, run.task_text, run.system_text)
+    except ScoringInputError:
+        perspectives = []
     tokens = 0
     for perspective in perspectives:
         messages = alignment_messages(
-            perspective=perspective,  # type: ignore[arg-type]
+            perspective=perspective,
             task=run.task_text,
             system=run.system_text or None,
             output=run.output_text,

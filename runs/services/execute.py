@@ -244,6 +244,8 @@ def _rate_wait(claim: Claim) -> float:
     try:
         if limit_for(judge.model).unlimited:
             return 0.0  # the default: spend no CPU planning the call
+        if plan.shown is not None and not plan.shown.has_output:
+            return 0.0  # no output at all: scored without a judge call
         if evaluation.kind == Kind.RUBRIC:
             need = evaluation_plan(evaluation, judge, plan.criteria, plan.reuse)
         else:

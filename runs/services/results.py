@@ -234,6 +234,8 @@ def _result_fields(evaluation: Evaluation, result: Any) -> dict[str, Any]:
 def _scores(evaluation: Evaluation, result: Any) -> dict[str, Any]:
     if evaluation.kind == Kind.RUBRIC:
         reused = sum(1 for v in result.verdicts if v.reused)
+        # A run without output sends nothing to the judge: none of its verdicts was judged.
+        judged = 0 if result.no_output else len(result.verdicts) - reused
         return {
             "score": result.score,
             "passed": result.passed,
@@ -241,7 +243,7 @@ def _scores(evaluation: Evaluation, result: Any) -> dict[str, Any]:
             "overall": result.overall or "",
             "criteria_source": result.criteria_source,
             "criteria_reused": reused,
-            "criteria_judged": len(result.verdicts) - reused,
+            "criteria_judged": judged,
         }
     return {
         "score": result.score,
@@ -251,6 +253,7 @@ def _scores(evaluation: Evaluation, result: Any) -> dict[str, Any]:
         "user_score": result.user_score,
         "system_score": result.system_score,
         "system_applicable": result.system_applicable,
+        "user_applicable": result.user_applicable,
     }
 
 

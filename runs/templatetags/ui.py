@@ -19,6 +19,8 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from markdown.extensions import Extension
 
+from runs.scoring.rules import display_round
+
 register = template.Library()
 
 ALLOWED_TAGS = {
@@ -97,9 +99,11 @@ def message_text(content: Any) -> str:
 
 @register.filter
 def pct(value: Any, digits: int = 0) -> str:
+    """A 0–1 fraction as a percentage, rounded half up (runs.scoring.rules.display_round)."""
     if value is None:
         return "—"
-    return f"{float(value) * 100:.{int(digits)}f}%"
+    digits = int(digits)
+    return f"{display_round(float(value) * 100, digits):.{digits}f}%"
 
 
 @register.filter
@@ -120,9 +124,19 @@ def ratio(part: Any, whole: Any) -> float | None:
 
 @register.filter
 def num(value: Any, digits: int = 2) -> str:
+    """A score for display: rounded half up to ``digits`` decimals (0.625 shows as 0.63), by
+    the engine's one display rounding (runs.scoring.rules.display_round)."""
     if value is None:
         return "—"
-    return f"{float(value):.{int(digits)}f}"
+    digits = int(digits)
+    return f"{display_round(float(value), digits):.{digits}f}"
+
+
+@register.filter
+def short_num(value: Any) -> str:
+    """``num`` without trailing zeros: a scale of 10 shows as 10, of 2.5 as 2.5."""
+    text = num(value)
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 @register.filter

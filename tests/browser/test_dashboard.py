@@ -33,6 +33,12 @@ def test_paste_import_a_rubric_preview_it_and_save_it(browser_page, sign_in, own
     expect(preview.locator("li")).to_have_count(3)
     expect(preview.locator(".badge-optional")).to_have_count(1)
     expect(preview).not_to_contain_text("Support checklist")
+    optional = preview.get_by_test_id("parsed-line").nth(
+        2
+    )  # each line as written, then what it became
+    expect(optional.locator("code.source")).to_have_text('* [optional] Says "thanks"')
+    expect(optional.get_by_test_id("became")).to_have_text('Says "thanks"')
+    expect(page.get_by_test_id("skipped-lines")).to_contain_text("line 1 (a Markdown heading)")
 
     page.get_by_role("button", name="Create rubric").click()
     expect(page.locator("h1")).to_contain_text("Support quality")

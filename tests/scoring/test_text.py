@@ -6,9 +6,14 @@ import pytest
 
 from runs.scoring import Criterion
 from runs.scoring.text import (
+    BLANK,
+    HEADING,
+    NO_TEXT,
     coerce_criteria,
+    count_criteria,
     output_text,
     parse_criteria,
+    parse_lines,
     resolve_criteria,
     system_text,
     task_text,
@@ -90,10 +95,111 @@ def test_a_leading_optional_or_required_tag_sets_required_and_is_removed(line, r
     assert (criterion.description, criterion.required) == ("Says thanks", required)
 
 
-def test_a_tag_later_in_the_line_is_just_text():
-    (criterion,) = parse_criteria("- Says thanks [optional]")
+_OPTIONAL_TAGS = [
+    f"{left}{word}{right}"
+    for word in ("optional", "Optional", "OPTIONAL", "可選", "可选", "選填", "选填")
+    for left, right in (
+        ("[", "]"),
+        ("(", ")"),
+        ("［", "］"),
+        ("（", "）"),
+        ("【", "】"),
+        ("「", "」"),
+    )
+]
+
+
+@pytest.mark.parametrize("tag", _OPTIONAL_TAGS)
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{tag} - Cites sources",
+        "- {tag} Cites sources",
+        "- Cites sources {tag}",
+        "Cites sources{tag}",
+    ],
+    ids=["before-marker", "after-marker", "trailing", "trailing-unspaced"],
+)
+def test_every_listed_optional_tag_in_every_position_makes_the_criterion_optional(tag, template):
+    (criterion,) = parse_criteria(template.format(tag=tag))
+    assert (criterion.description, criterion.required) == ("Cites sources", False)
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["[required] - Cites sources", "- (Required) Cites sources", "- Cites sources ［required］"],
+)
+def test_a_required_tag_is_accepted_in_the_same_places_and_is_the_default(line):
+    (criterion,) = parse_criteria(line)
+    assert (criterion.description, criterion.required) == ("Cites sources", True)
+
+
+def test_the_chinese_seed_style_line_with_a_full_width_tag_is_optional():
+    assert parse_criteria("1. 引用來源（選填）\n2. 【可选】 語氣禮貌") == [
+        Criterion(id="c1", description="引用來源", required=False),
+        Criterion(id="c2", description="語氣禮貌", required=False),
+    ]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "- Says [optional] thanks",  # in the middle of the line
+        "- Says thanks [optional] now",
+        "- Says thanks {optional}",  # not a listed bracket
+        "- Says thanks [optional）",  # brackets that do not pair
+        "- Says thanks (可能)",  # not a listed word
+        "- Says thanks (optionally)",
+    ],
+)
+def test_a_tag_elsewhere_or_in_another_form_is_just_text(line):
+    (criterion,) = parse_criteria(line)
     assert criterion.required is True
-    assert criterion.description == "Says thanks [optional]"
+    assert criterion.description == line.removeprefix("- ")
+
+
+def test_only_one_tag_counts_the_leading_one_first():
+    (criterion,) = parse_criteria("- [required] Says thanks (optional)")
+    assert (criterion.description, criterion.required) == ("Says thanks (optional)", True)
+
+
+@pytest.mark.parametrize("end", ["\n", "\r\n", "\r"])
+def test_lines_end_at_newline_crlf_and_carriage_return(end):
+    assert descriptions(parse_criteria(f"- A{end}- B{end}{end}- C")) == ["A", "B", "C"]
+
+
+@pytest.mark.parametrize(
+    "separator",
+    ["\u2028", "\u2029", "\x0c", "\x0b", "\x1c", "\x1d", "\x1e", "\x85"],
+    ids=["u2028", "u2029", "form-feed", "vertical-tab", "x1c", "x1d", "x1e", "nel"],
+)
+def test_other_unicode_separators_do_not_end_a_line_and_stay_as_spaces(separator):
+    text = f"- Mentions the refund{separator}and the date\n- B"
+    assert descriptions(parse_criteria(text)) == ["Mentions the refund and the date", "B"]
+    assert count_criteria(text) == 2
+
+
+def test_a_leading_byte_order_mark_is_dropped():
+    assert descriptions(parse_criteria("\ufeff- A\n- B")) == ["A", "B"]
+    assert descriptions(parse_criteria("\ufeff# Heading\n- A")) == ["A"]
+
+
+def test_count_criteria_agrees_with_parse_criteria():
+    text = "\ufeff# H\r\n- A (optional)\r- [ ] B\x85C\n\n-\n[optional]\n1.5 GB"
+    assert count_criteria(text) == len(parse_criteria(text)) == 3
+
+
+def test_parse_lines_says_what_every_line_became():
+    lines = parse_lines("# Checklist\n\n- Cites sources (optional)\n- [optional]\n1. Is polite")
+    assert [
+        (line.number, line.text, line.description, line.required, line.skipped) for line in lines
+    ] == [
+        (1, "# Checklist", None, True, HEADING),
+        (2, "", None, True, BLANK),
+        (3, "- Cites sources (optional)", "Cites sources", False, None),
+        (4, "- [optional]", None, True, NO_TEXT),
+        (5, "1. Is polite", "Is polite", True, None),
+    ]
 
 
 def test_a_line_holding_only_a_marker_or_a_tag_is_dropped():
@@ -197,6 +303,32 @@ def test_the_list_of_objects_form_keeps_required_false():
 def test_no_criteria_anywhere_resolves_to_none():
     assert resolve_criteria(None, None, None, None) == ([], "none")
     assert resolve_criteria([], {"other": 1}, {"rubric": ""}, [{"role": "user"}]) == ([], "none")
+
+
+class RequestContext:
+    """Like the reference framework's request context: ``get`` and ``set``, not a dict."""
+
+    def __init__(self, **values):
+        self._values = dict(values)
+
+    def get(self, key):
+        return self._values.get(key)
+
+
+def test_a_mapping_like_request_context_is_read_like_a_dict_never_as_no_rubric():
+    criteria, source = resolve_criteria(None, RequestContext(rubric="- from context"))
+    assert (descriptions(criteria), source) == (["from context"], "request_context")
+    criteria, source = resolve_criteria(None, RequestContext(), RequestContext(rubric="- meta"))
+    assert (descriptions(criteria), source) == (["meta"], "metadata")
+
+
+def test_a_mapping_like_context_with_a_bad_rubric_is_an_error_not_no_rubric():
+    with pytest.raises(ValueError, match="request context: criteria must be text or a list"):
+        resolve_criteria(None, RequestContext(rubric=42))
+
+
+def test_values_without_get_still_count_as_no_rubric():
+    assert resolve_criteria(None, "rubric: - x", 42, ["- x"]) == ([], "none")
 
 
 def test_an_invalid_rubric_value_says_where_it_came_from():
