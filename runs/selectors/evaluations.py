@@ -67,7 +67,7 @@ def evaluation_get(*, team: Team, evaluation_id: Any) -> Evaluation | None:
 # What runs.schemas.score_out reads of an evaluation (a field left out would cost a query).
 SCORED_FIELDS = (
     "id", "run_id", "kind", "status", "passed", "score", "reason", "error", "created_at",
-    "user_score", "system_score", "band", "system_applicable",
+    "user_score", "system_score", "band", "system_applicable", "user_applicable",
 )  # fmt: skip
 
 

@@ -59,3 +59,20 @@ def test_a_score_answer_with_a_failed_evaluation_has_passed_null(api, fake_judge
 
     assert (answer["status"], answer["passed"]) == ("failed", None)
     assert answer["error"] and answer["score"] == 1.0
+
+
+def test_a_score_answer_is_read_in_one_query_per_kind_of_result_and_none_more(
+    api, fake_judge, make_rubric, django_assert_num_queries
+):
+    """What POST /api/score answers is read with the evaluations, then the rubric verdicts and
+    the alignment rows; serialising it reads nothing more (no deferred field left out)."""
+    rubric = make_rubric(alignment_mode="user")
+    created = judged(api, rubric, PASSING, "counted")
+    ids = list(Evaluation.objects.filter(run_id=created["id"]).values_list("id", flat=True))
+    run = Evaluation.objects.select_related("run").get(pk=ids[0]).run
+
+    with django_assert_num_queries(3):
+        answer = score_out(run, evaluations_scored(ids=ids))
+    assert answer["verdicts"] and answer["alignment"]["user"] is not None
+    with django_assert_num_queries(2):
+        score_out(run, evaluations_scored(ids=[answer["evaluation_id"]]))
