@@ -4,19 +4,27 @@ VENV := .venv
 BIN := $(VENV)/bin
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: run test test-fast test-only install lint typecheck bench-throughput bench-pages bench-rescore clean
+.PHONY: run test test-fast test-only install install-run lint typecheck bench-throughput bench-pages bench-rescore clean
 
-$(BIN)/.installed: pyproject.toml constraints.txt clients/python/pyproject.toml
+# What running needs (`make run`): the app and its dependencies only.
+$(BIN)/.installed-run: pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e .
+	touch $@
+
+# What testing needs on top (`make test`, lint, types): the test tools and the Python client.
+$(BIN)/.installed: $(BIN)/.installed-run pyproject.toml constraints.txt clients/python/pyproject.toml
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ./clients/python
 	touch $@
 
+install-run: $(BIN)/.installed-run
+
 install: $(BIN)/.installed
 
 ## Run the dashboard on the embedded stack (SQLite + filesystem broker): web, worker, demo data.
-run: install
+## Installs only what running needs (no test tools).
+run: install-run
 	./scripts/run
 
 ## Run the whole test suite (installs Debian's chromium for the browser tests, and nodejs and
