@@ -21,6 +21,7 @@ from teams.models import Team
 from ..models import AgentRun, Evaluation, Kind, RunTool, Status
 from ..payloads import RunPayload
 from .evaluations import evaluation_build, evaluations_enqueue
+from .sampling import run_sampled
 
 
 class RunValidationError(FieldErrors):
@@ -91,12 +92,15 @@ def run_ingest(
     payload: RunPayload,
     inline_criteria: list[dict[str, Any]] | None = None,
     judge_view: str = "",
+    refuse_empty: bool = True,
 ) -> tuple[AgentRun, bool]:
     """Store a run and queue its evaluations. Returns (run, created).
 
     Idempotent on ``external_id``: the same content again returns the stored run; different
     content raises RunConflict. ``inline_criteria`` (from POST /api/score) replaces the rubric's,
     judged in ``judge_view`` (else the rubric's current version's, else the final view).
+    A rubric with nothing to judge is a RunValidationError unless ``refuse_empty`` is False
+    (the run is then stored with status nothing_to_judge).
     """
     _check_size(payload)
     rubric = _resolve_rubric(team, payload)
@@ -107,7 +111,9 @@ def run_ingest(
             return _same_or_conflict(existing, digest), False
     try:
         with transaction.atomic():
-            run = _create_run(team, payload, rubric, digest, inline_criteria, judge_view)
+            run = _create_run(
+                team, payload, rubric, digest, inline_criteria, judge_view, refuse_empty
+            )
     except IntegrityError:
         # Another request stored the same external_id between our check and insert.
         existing = AgentRun.objects.get(team=team, external_id=payload.external_id)
@@ -134,8 +140,10 @@ def _build_run(
     digest: str,
     inline_criteria: list[dict[str, Any]] | None,
     judge_view: str = "",
+    refuse_empty: bool = True,
 ) -> tuple[AgentRun, list[Evaluation]]:
-    """The unsaved run and its unsaved queued evaluations."""
+    """The unsaved run and its unsaved queued evaluations (none when its rubric's sampling
+    leaves it out: status not_sampled, the decision on ``run.sampling``)."""
     messages = _messages(payload)
     output = _output(payload)
     steps = normalise(messages, output)
@@ -161,8 +169,29 @@ def _build_run(
         or (rubric.alignment_mode if rubric else AlignmentMode.OFF),
     )
     evaluations = _initial_evaluations(run, payload, rubric, inline_criteria, judge_view)
-    run.status = Status.QUEUED if evaluations else Status.SUCCEEDED
+    if not evaluations:
+        run.status = _nothing_to_judge(payload, rubric, refuse_empty)
+        return run, []
+    if rubric is not None and inline_criteria is None and not run_sampled(run=run, rubric=rubric):
+        run.status = Status.NOT_SAMPLED
+        return run, []
+    run.status = Status.QUEUED
     return run, evaluations
+
+
+def _nothing_to_judge(payload: RunPayload, rubric: Rubric | None, refuse: bool) -> str:
+    """A rubric that can judge nothing (no criteria, alignment off) is refused (a 422 naming
+    where the rubric was named) unless the caller cannot refuse (assembled OTLP traces); a
+    run without a rubric or criteria is stored as such. Never a success."""
+    if rubric is not None and refuse:
+        field = "rubric" if payload.rubric is not None else "request_context.rubric"
+        raise RunValidationError(
+            {
+                field: f"rubric {rubric.slug!r} has no criteria and prompt alignment is off: "
+                "nothing to judge"
+            }
+        )
+    return Status.NOTHING_TO_JUDGE
 
 
 def _store(built: list[tuple[AgentRun, list[Evaluation]]]) -> None:
@@ -194,8 +223,9 @@ def _create_run(
     digest: str,
     inline_criteria: list[dict[str, Any]] | None,
     judge_view: str,
+    refuse_empty: bool,
 ) -> AgentRun:
-    built = _build_run(team, payload, rubric, digest, inline_criteria, judge_view)
+    built = _build_run(team, payload, rubric, digest, inline_criteria, judge_view, refuse_empty)
     _store([built])
     return built[0]
 

@@ -148,7 +148,7 @@ def _write(jobs: list[Finished], runs: dict[Any, AgentRun]) -> None:
         evaluation = job.evaluation
         fields = _usage_fields(job.result.calls) | _result_fields(evaluation, job.result)
         fields |= {
-            "status": Status.SUCCEEDED,
+            "status": _final_status(evaluation, job.result),
             "error": "",
             "lease_token": None,
             "lease_expires_at": None,
@@ -168,6 +168,13 @@ def _write(jobs: list[Finished], runs: dict[Any, AgentRun]) -> None:
     CriterionVerdict.objects.bulk_create(verdicts)
     AlignmentBreakdown.objects.bulk_create(breakdowns)
     runs_refresh({run_id: run.rubric_id for run_id, run in runs.items()})
+
+
+def _final_status(evaluation: Evaluation, result: Any) -> str:
+    """A rubric evaluation that found no criteria anywhere judged nothing: not a success."""
+    if evaluation.kind == Kind.RUBRIC and result.criteria_source == "none":
+        return Status.NOTHING_TO_JUDGE
+    return Status.SUCCEEDED
 
 
 @dataclass
@@ -217,9 +224,10 @@ def _result_fields(evaluation: Evaluation, result: Any) -> dict[str, Any]:
 def _scores(evaluation: Evaluation, result: Any) -> dict[str, Any]:
     if evaluation.kind == Kind.RUBRIC:
         reused = sum(1 for v in result.verdicts if v.reused)
+        judged = result.criteria_source != "none"
         return {
-            "score": result.score,
-            "passed": result.passed,
+            "score": result.score if judged else None,
+            "passed": result.passed if judged else None,
             "reason": result.reason,
             "overall": result.overall or "",
             "criteria_source": result.criteria_source,
