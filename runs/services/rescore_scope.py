@@ -39,6 +39,7 @@ class RescoreScope:
     version: int | None = None  # the run's current result is on this version number
     failed_only: bool = False  # the run's current result did not pass
     criterion: str | None = None  # the current verdict on this criterion key is unsatisfied
+    status: str | None = None  # the run's status, e.g. not_sampled (left out by sampling)
     since: datetime | None = None  # created at or after
     until: datetime | None = None  # created before
 
@@ -47,6 +48,8 @@ class RescoreScope:
         out["runs"] = [str(r) for r in self.runs] if self.runs is not None else None
         for name in ("since", "until"):
             out[name] = out[name].isoformat() if out[name] else None
+        if out["status"] is None:
+            del out["status"]  # absent as before it existed: earlier request hashes still match
         return out
 
 
@@ -81,6 +84,7 @@ def _scope_runs(team: Team, rubric: Rubric, scope: RescoreScope) -> QuerySet[Age
             version=scope.version,
             passed=False if scope.failed_only else None,
             failing_criterion=scope.criterion,
+            status=scope.status,
             since=scope.since,
             until=scope.until,
         )

@@ -122,6 +122,8 @@ def _unjudged_status(run_ids: list[Any]) -> dict[Any, str]:
         return {}
     rows = AgentRun.objects.filter(pk__in=run_ids).values_list("pk", "sampling")
     return {
-        pk: Status.NOT_SAMPLED if (sampling or {}).get("sampled") is False else Status.NOTHING_TO_JUDGE
+        pk: Status.NOT_SAMPLED
+        if (sampling or {}).get("sampled") is False
+        else Status.NOTHING_TO_JUDGE
         for pk, sampling in rows
     }
