@@ -254,7 +254,8 @@ def _initial_evaluations(
                 run=run, kind=Kind.RUBRIC, rubric=rubric, version=rubric.current_version
             )
         )
-    else:
+    elif rubric is None or payload.rubric is not None:
+        # A request_context ``rubric`` that named this rubric is its slug, not criteria text.
         inline = _context_criteria(payload)
         if inline:
             out.append(

@@ -186,3 +186,13 @@ def test_owners_and_keys_set_service_defaults_editors_only_read_them(
     )
     assert api.put("/otel/services", {"service_name": "support-agent", "rubric": None}).json() == []
     assert not OtelServiceRubric.objects.exists()
+
+
+def test_an_otlp_trace_whose_rubric_is_empty_is_kept_as_nothing_to_judge(send, team, make_rubric):
+    empty = make_rubric(name="Empty", criteria=[])
+
+    send(list(two_tool_trace(rubric=empty.slug).values()))
+
+    run = AgentRun.objects.get(team=team)
+    assert run.status == "nothing_to_judge" and run.passed is None
+    assert not Evaluation.objects.filter(run=run).exists()
