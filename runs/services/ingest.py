@@ -238,6 +238,7 @@ def _initial_evaluations(
     judge_view: str = "",
 ) -> list[Evaluation]:
     out = []
+    prices = run.team.judge_prices  # the team ingest was given: no query
     if inline_criteria is not None:
         out.append(
             evaluation_build(
@@ -246,12 +247,17 @@ def _initial_evaluations(
                 rubric=rubric,
                 inline_criteria=inline_criteria,
                 judge_view=judge_view,
+                prices=prices,
             )
         )
     elif rubric is not None and rubric.current_version_id:
         out.append(
             evaluation_build(
-                run=run, kind=Kind.RUBRIC, rubric=rubric, version=rubric.current_version
+                run=run,
+                kind=Kind.RUBRIC,
+                rubric=rubric,
+                version=rubric.current_version,
+                prices=prices,
             )
         )
     elif rubric is None or payload.rubric is not None:
@@ -259,12 +265,18 @@ def _initial_evaluations(
         inline = _context_criteria(payload)
         if inline:
             out.append(
-                evaluation_build(run=run, kind=Kind.RUBRIC, rubric=rubric, inline_criteria=inline)
+                evaluation_build(
+                    run=run, kind=Kind.RUBRIC, rubric=rubric, inline_criteria=inline, prices=prices
+                )
             )
     if run.alignment_mode != AlignmentMode.OFF:
         out.append(
             evaluation_build(
-                run=run, kind=Kind.ALIGNMENT, rubric=rubric, alignment_mode=run.alignment_mode
+                run=run,
+                kind=Kind.ALIGNMENT,
+                rubric=rubric,
+                alignment_mode=run.alignment_mode,
+                prices=prices,
             )
         )
     return out

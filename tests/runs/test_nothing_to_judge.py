@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runs.models import AgentRun, Evaluation, Kind, Status
+from runs.models import AgentRun, Kind, Status
 from runs.services import evaluation_execute
 from runs.services.evaluations import evaluation_build
 from tests.api_client import field_locs
