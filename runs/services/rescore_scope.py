@@ -22,6 +22,7 @@ from teams.models import Team
 
 from ..models import PENDING_STATUSES, AgentRun, Evaluation, Kind
 from ..selectors import RunFilters, runs_matching
+from ..selectors.filters import StatusChoice
 
 CHUNK = 500  # ids per IN (...) clause: well under SQLite's variable limit
 
@@ -39,7 +40,7 @@ class RescoreScope:
     version: int | None = None  # the run's current result is on this version number
     failed_only: bool = False  # the run's current result did not pass
     criterion: str | None = None  # the current verdict on this criterion key is unsatisfied
-    status: str | None = None  # the run's status, e.g. not_sampled (left out by sampling)
+    status: StatusChoice | None = None  # the run's status, e.g. not_sampled (sampling left it out)
     since: datetime | None = None  # created at or after
     until: datetime | None = None  # created before
 
