@@ -214,3 +214,18 @@ def test_the_editor_saves_the_sampling_settings_and_names_bad_json(owner, make_r
     assert (rubric.sample_rate, rubric.sample_filters) == (25, {"agents": ["bot-a"]})
     page = client.get(f"/rubrics/{rubric.pk}/").content.decode()
     assert "Sampling rate" in page and "bot-a" in page
+
+
+def test_the_runs_page_shows_and_filters_not_sampled_runs_and_the_run_page_says_why(
+    owner, make_rubric, make_run
+):
+    rubric = make_rubric(sample_rate=0)
+    run = make_run(rubric=rubric.slug, agent="bot-<b>")
+    client = signed_in(owner)
+
+    listed = client.get("/runs/", {"status": "not_sampled"}).content.decode()
+    detail = client.get(f"/runs/{run.pk}/").content.decode()
+
+    assert str(run.pk) in listed and "Not sampled" in listed
+    assert "bot-&lt;b&gt;" in listed and "bot-<b>" not in listed
+    assert "left out by the rubric" in detail and "rate 0.0 %" in detail
