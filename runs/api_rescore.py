@@ -65,7 +65,7 @@ class _RescoreOptions(Schema):
 
 
 class RescoreIn(_RescoreOptions):
-    rubric: str = Field(max_length=200, description="Rubric id or slug")
+    rubric: str = Field(min_length=1, max_length=200, description="Rubric id or slug")
     runs: list[UUID] | None = Field(
         None, max_length=20_000, description="Run ids; without them the filters pick the runs"
     )

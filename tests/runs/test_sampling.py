@@ -229,3 +229,9 @@ def test_the_runs_page_shows_and_filters_not_sampled_runs_and_the_run_page_says_
     assert str(run.pk) in listed and "Not sampled" in listed
     assert "bot-&lt;b&gt;" in listed and "bot-<b>" not in listed
     assert "left out by the rubric" in detail and "rate 0.0 %" in detail
+
+
+def test_a_rescore_naming_an_empty_rubric_is_a_422_on_rubric_not_a_500(api):
+    answer = api.post("/rescore", {"rubric": "", "status": "failed", "failed_only": True})
+
+    assert ["body", "body", "rubric"] in field_locs(answer)
