@@ -21,7 +21,7 @@ from teams.models import Team
 from ..models import AgentRun, Evaluation, Kind, RunTool, Status
 from ..payloads import RunPayload
 from .evaluations import evaluation_build, evaluations_enqueue
-from .sampling import run_sampled
+from .sampling import nothing_to_judge_refusal, run_sampled
 
 
 class RunValidationError(FieldErrors):
@@ -170,28 +170,15 @@ def _build_run(
     )
     evaluations = _initial_evaluations(run, payload, rubric, inline_criteria, judge_view)
     if not evaluations:
-        run.status = _nothing_to_judge(payload, rubric, refuse_empty)
+        if refuse_empty and (problem := nothing_to_judge_refusal(payload=payload, rubric=rubric)):
+            raise RunValidationError(problem)
+        run.status = Status.NOTHING_TO_JUDGE
         return run, []
     if rubric is not None and inline_criteria is None and not run_sampled(run=run, rubric=rubric):
         run.status = Status.NOT_SAMPLED
         return run, []
     run.status = Status.QUEUED
     return run, evaluations
-
-
-def _nothing_to_judge(payload: RunPayload, rubric: Rubric | None, refuse: bool) -> str:
-    """A rubric that can judge nothing (no criteria, alignment off) is refused (a 422 naming
-    where the rubric was named) unless the caller cannot refuse (assembled OTLP traces); a
-    run without a rubric or criteria is stored as such. Never a success."""
-    if rubric is not None and refuse:
-        field = "rubric" if payload.rubric is not None else "request_context.rubric"
-        raise RunValidationError(
-            {
-                field: f"rubric {rubric.slug!r} has no criteria and prompt alignment is off: "
-                "nothing to judge"
-            }
-        )
-    return Status.NOTHING_TO_JUDGE
 
 
 def _store(built: list[tuple[AgentRun, list[Evaluation]]]) -> None:

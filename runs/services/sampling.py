@@ -1,7 +1,8 @@
-"""The sampling decision at ingest: whether a run bound to a rubric is judged now.
+"""Ingest's decisions on a run before any judge sees it: whether a run bound to a rubric is
+judged now (sampling), and what a run with nothing to judge becomes.
 
 Reads only the rubric row ingest has already loaded and the run being built: no query. The
-rules themselves are the engine's (runs.scoring.sampling).
+sampling rules themselves are the engine's (runs.scoring.sampling).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from runs.scoring.sampling import (
 )
 
 from ..models import AgentRun
+from ..payloads import RunPayload
 
 NO_FILTERS = SampleFilters()
 
@@ -46,3 +48,16 @@ def run_sampled(*, run: AgentRun, rubric: Rubric) -> bool:
     decision = run_sample_decide(run=run, rubric=rubric)
     run.sampling = decision.as_json()
     return decision.sampled
+
+
+def nothing_to_judge_refusal(*, payload: RunPayload, rubric: Rubric | None) -> dict[str, str]:
+    """Why a run whose rubric can judge nothing (no criteria, alignment off) is refused, by
+    field: where the rubric was named. {} without a rubric: such a run is stored as
+    nothing_to_judge (never a success)."""
+    if rubric is None:
+        return {}
+    field = "rubric" if payload.rubric is not None else "request_context.rubric"
+    return {
+        field: f"rubric {rubric.slug!r} has no criteria and prompt alignment is off: "
+        "nothing to judge"
+    }
