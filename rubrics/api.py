@@ -21,6 +21,8 @@ from .services import (
     MIN_RUN_TOKEN_BUDGET,
     CriterionInput,
     JudgeParams,
+    RubricValidationError,
+    criteria_from_any,
     rubric_archive,
     rubric_create,
     rubric_set_criteria,
@@ -52,6 +54,13 @@ INSTRUCTIONS_HELP = (
     f"Judge instructions (Markdown, at most {MAX_INSTRUCTIONS_CHARS:,} characters): shown to "
     "the judge in their own block after evalsite's fixed rules, which they cannot change. "
     "Saved with a version: a change is a new version."
+)
+
+
+SAMPLE_RATE_HELP = "Percent of matching runs judged at ingest, 0-100 (default 100)"
+SAMPLE_FILTERS_HELP = (
+    "What a run must match to be judged (AND): agents (a list), metadata_equals and "
+    "metadata_contains ({key: value}), context_has (request-context keys); {} or null: all"
 )
 
 
@@ -131,6 +140,8 @@ class RubricOut(Schema):
     strategy: StrategyChoice
     alignment_mode: AlignmentChoice
     alignment_weights: dict[str, Any] | None
+    sample_rate: float = Field(description="Percent of runs judged at ingest (0-100)")
+    sample_filters: dict[str, Any] = Field(description="What a run must match to be judged")
     archived_at: datetime | None
     created_at: datetime
     updated_at: datetime
@@ -180,6 +191,8 @@ class RubricIn(Schema):
     judge_view: JudgeViewChoice = ViewField("final")
     run_token_budget: TokenBudget = BudgetField(DEFAULT_RUN_TOKEN_BUDGET)
     instructions: str = InstructionsField("")
+    sample_rate: float = Field(default=100.0, description=SAMPLE_RATE_HELP)
+    sample_filters: dict[str, Any] | None = Field(default=None, description=SAMPLE_FILTERS_HELP)
 
 
 UNSET: Any = None
@@ -203,6 +216,8 @@ class RubricPatch(Schema):
     judge_view: JudgeViewChoice = ViewField(UNSET, "Omitted = unchanged. ")
     run_token_budget: TokenBudget = BudgetField(UNSET, "Omitted = unchanged. ")
     instructions: str = InstructionsField(UNSET, "Omitted = unchanged. ")
+    sample_rate: float = Field(default=UNSET, description=SAMPLE_RATE_HELP)
+    sample_filters: dict[str, Any] | None = Field(default=None, description=SAMPLE_FILTERS_HELP)
 
 
 class CriteriaIn(Schema):
@@ -217,6 +232,9 @@ class CriteriaIn(Schema):
 def _criteria(value: CriteriaValue | None) -> Any:
     if isinstance(value, list):
         return [CriterionInput(c.description, c.required, c.criterion_id) for c in value]
+    if isinstance(value, str) and not criteria_from_any(value):
+        # Blank lines and headings only: not "no criteria yet" but criteria that say nothing.
+        raise RubricValidationError({"criteria": "the text holds no criterion (one per line)"})
     return value
 
 
@@ -266,6 +284,8 @@ def _rubric_out(rubric: Rubric) -> dict[str, Any]:
         "strategy",
         "alignment_mode",
         "alignment_weights",
+        "sample_rate",
+        "sample_filters",
         "archived_at",
         "created_at",
         "updated_at",

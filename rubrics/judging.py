@@ -24,6 +24,7 @@ from pydantic_core import PydanticCustomError
 
 from runs.scoring import JudgeConfig
 from runs.scoring.judge import connection_route_problem, model_provider
+from runs.scoring.pricing import price_for
 from teams.crypto import SecretUnreadable, secret_decrypt
 from teams.models import JudgeConnection, Team
 from teams.selectors import judge_connection_get, judge_connections_by_id
@@ -140,10 +141,13 @@ def deployment_model_problem(model: str, *, api_base: str | None = None) -> str 
 # --- Freezing it on an evaluation ----------------------------------------------------------------
 
 
-def judge_config_for(rubric: Rubric | None, *, model: str = "") -> dict[str, Any]:
-    """The judge an evaluation is frozen with: model and parameters, and the id of the rubric's
+def judge_config_for(
+    rubric: Rubric | None, *, model: str = "", prices: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The judge an evaluation is frozen with: model and parameters, the id of the rubric's
     judge connection when it has one (never a key: judge_for reads the key, and the connection's
-    address, when the evaluation is judged)."""
+    address, when the evaluation is judged), and the team's price for the model from
+    ``prices`` (its judge price table) when it has one."""
     params = {k: v for k, v in (rubric.judge_params if rubric else {}).items() if v is not None}
     params.pop("api_base", None)  # rubrics no longer carry one (JudgeParams)
     connection = rubric.judge_connection if rubric else None
@@ -158,6 +162,9 @@ def judge_config_for(rubric: Rubric | None, *, model: str = "") -> dict[str, Any
         # The deployment's own address, written by the server (teams never write this).
         config["api_base"] = settings.EVALSITE_JUDGE_API_BASE or None
     config.update(params)
+    config.pop("price", None)  # the team's price table's alone, never a connection parameter
+    if (price := price_for(prices, config["model"])) is not None:
+        config["price"] = list(price)
     return config
 
 
@@ -178,6 +185,7 @@ def judge_for(
     config = dict(evaluation.judge_config)
     connection_id = config.pop("connection", None)
     frozen_base = config.pop("api_base", None)
+    price = config.pop("price", None)
     legacy = config.pop(LEGACY_KEY, None)
     known = _capped(
         {k: config.pop(k) for k in ("temperature", "timeout", "max_tokens") if k in config}
@@ -190,6 +198,7 @@ def judge_for(
         "model": config.pop("model", "") or "",
         "transport": cast(Literal["auto", "litellm"], settings.EVALSITE_JUDGE_TRANSPORT),
         "extra": config,
+        "price": tuple(price) if price else None,
         **known,
     }
     if connection_id:

@@ -69,6 +69,11 @@ class Rubric(models.Model):
     # The publishing gate ({"min_agreement", "min_kappa", "max_drop"}, each a 0..1 float or
     # null); null: no gate, a saved draft is published at once. Set by reviews.services.gate.
     gate = models.JSONField(null=True, blank=True)
+    # Sampling at ingest (runs.scoring.sampling): the share of runs judged, 0-100 %, and
+    # filters a run must match to be judged at all ({"agents", "metadata_equals",
+    # "metadata_contains", "context_has"}, validated by rubrics.services).
+    sample_rate = models.FloatField(default=100.0)
+    sample_filters = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -77,6 +82,10 @@ class Rubric(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["team", "slug"], name="rubric_unique_team_slug"),
             models.CheckConstraint(condition=Q(scale__gte=0), name="rubric_scale_non_negative"),
+            models.CheckConstraint(
+                condition=Q(sample_rate__gte=0) & Q(sample_rate__lte=100),
+                name="rubric_sample_rate_percent",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -28,6 +28,7 @@ from .models import (
     RubricVersion,
     Strategy,
 )
+from .sampling import SAMPLING_FIELDS, sampling_errors
 from .versioning import CriterionInput, version_create, version_if_changed
 
 __all__ = ["CriterionInput", "JudgeParams"]  # re-exported: the API's and pages' input types
@@ -132,6 +133,7 @@ def _clean_settings(
         except ValidationError as exc:
             errors["alignment_weights"] = _pydantic_message(exc)
     errors.update(_view_errors(fields))
+    errors.update(sampling_errors(fields, out))
     if errors:
         raise RubricValidationError(errors)
     return out
@@ -233,6 +235,8 @@ def rubric_create(
     judge_view: str = JudgeView.FINAL,
     run_token_budget: int = DEFAULT_RUN_TOKEN_BUDGET,
     instructions: str = "",
+    sample_rate: float = 100.0,
+    sample_filters: dict | None = None,
     user=None,
 ) -> Rubric:
     """Create a rubric and, when criteria are given, its version 1 with ``judge_view`` and
@@ -254,6 +258,8 @@ def rubric_create(
             "judge_connection": judge_connection,
             "judge_params": judge_params or {},
             "alignment_weights": alignment_weights,
+            "sample_rate": sample_rate,
+            "sample_filters": sample_filters,
             **view,
         },
         team=team,
@@ -277,6 +283,8 @@ def rubric_create(
             strategy=strategy,
             alignment_mode=alignment_mode,
             alignment_weights=cleaned["alignment_weights"],
+            sample_rate=cleaned["sample_rate"],
+            sample_filters=cleaned["sample_filters"],
         )
         if parsed:
             view["instructions"] = (instructions or "").strip()
@@ -294,6 +302,7 @@ SETTINGS_FIELDS = (
     "strategy",
     "alignment_mode",
     "alignment_weights",
+    *SAMPLING_FIELDS,
 )
 
 

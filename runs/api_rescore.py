@@ -18,6 +18,7 @@ from evalsite.schemas import with_errors
 from rubrics.selectors import rubric_get
 from teams.api import caller, editor
 
+from .schemas import StatusChoice
 from .selectors import batch_get, batch_progress, batches_list, batches_progress, run_get
 from .services.rescore import (
     RescoreScope,
@@ -64,7 +65,7 @@ class _RescoreOptions(Schema):
 
 
 class RescoreIn(_RescoreOptions):
-    rubric: str = Field(max_length=200, description="Rubric id or slug")
+    rubric: str = Field(min_length=1, max_length=200, description="Rubric id or slug")
     runs: list[UUID] | None = Field(
         None, max_length=20_000, description="Run ids; without them the filters pick the runs"
     )
@@ -77,6 +78,9 @@ class RescoreIn(_RescoreOptions):
     )
     since: datetime | None = Field(None, description="Runs created at or after")
     until: datetime | None = Field(None, description="Runs created before")
+    status: StatusChoice | None = Field(
+        None, description="Runs with this status, e.g. not_sampled (left out by sampling)"
+    )
 
 
 class RunRescoreIn(_RescoreOptions):
@@ -173,6 +177,7 @@ def _scope(body: RescoreIn) -> RescoreScope:
         criterion=body.criterion_id,
         since=body.since,
         until=body.until,
+        status=body.status,
     )
 
 

@@ -16,10 +16,20 @@ class Status(models.TextChoices):
     SUCCEEDED = "succeeded", "Succeeded"
     FAILED = "failed", "Failed"
     CANCELLED = "cancelled", "Cancelled"
+    # A run only: its rubric's sampling (rate or filters) left it out; a re-score judges it.
+    NOT_SAMPLED = "not_sampled", "Not sampled"
+    # Nothing could be judged (no criteria anywhere, alignment off): never a success.
+    NOTHING_TO_JUDGE = "nothing_to_judge", "Nothing to judge"
 
 
 PENDING_STATUSES = (Status.QUEUED, Status.RUNNING)
-FINAL_STATUSES = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
+FINAL_STATUSES = (
+    Status.SUCCEEDED,
+    Status.FAILED,
+    Status.CANCELLED,
+    Status.NOT_SAMPLED,
+    Status.NOTHING_TO_JUDGE,
+)
 
 
 class Kind(models.TextChoices):
@@ -58,7 +68,10 @@ class AgentRun(models.Model):
     )
     # Denormalised current result, written in the evaluation's own transaction so lists and
     # filters never aggregate evaluations on the fly.
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.SUCCEEDED)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.SUCCEEDED)
+    # The rubric's sampling decision at ingest (runs.services.sampling): {"sampled", "rate",
+    # "bucket", "reason"}; {} when no rubric applied.
+    sampling = models.JSONField(default=dict, blank=True)
     # passed, score and alignment_score are human-adjusted: the judge's result until a reviewer
     # labels or overrides a verdict or an alignment dimension, then the result recomputed with
     # those labels (reviews/services/refresh.py); the judge's own result stays on Evaluation.
@@ -212,7 +225,7 @@ class Evaluation(models.Model):
     # Judged for human-review calibration (a golden-set run or a consistency check, see
     # reviews.services): never the run's current result and never counted in its status.
     calibration = models.BooleanField(default=False)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     attempts = models.PositiveIntegerField(default=0)
     lease_token = models.UUIDField(null=True, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)

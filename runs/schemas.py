@@ -21,7 +21,9 @@ from .scoring.trajectory import tool_names
 from .selectors.evaluations import Scored
 from .services.bulk import MAX_BULK_RUNS
 
-StatusChoice = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+StatusChoice = Literal[
+    "queued", "running", "succeeded", "failed", "cancelled", "not_sampled", "nothing_to_judge"
+]
 AlignmentChoice = Literal["off", "user", "system", "both"]
 JudgeViewChoice = Literal["final", "conversation", "trajectory"]
 
@@ -212,6 +214,10 @@ class RunSummaryOut(Schema):
     score: float | None
     alignment_score: float | None
     rubric_version: int | None = Field(description="Version number of the current result")
+    sampling: dict[str, Any] = Field(
+        description="The rubric's sampling decision at ingest: sampled, rate, bucket, reason "
+        "({} without a rubric)"
+    )
     created_at: datetime
 
 
@@ -261,6 +267,7 @@ def _summary(run: AgentRun) -> dict[str, Any]:
         "score": run.score,
         "alignment_score": run.alignment_score,
         "rubric_version": run.current_version.number if run.current_version_id else None,  # type: ignore[union-attr]
+        "sampling": run.sampling or {},
         "created_at": run.created_at,
     }
 

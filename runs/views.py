@@ -30,6 +30,7 @@ from .services.rescore import (
     batch_create,
     batch_estimate,
 )
+from .services.rescore_estimate import estimate_needs_confirmation
 
 PAGE_SIZE = 50
 
@@ -240,10 +241,14 @@ def rescore_start(request: TeamRequest) -> HttpResponse:
     team = request.team
     try:
         if not form.cleaned_data["confirm"]:
-            estimates = [(r, batch_estimate(team=team, rubric=r, scope=s)) for r, s in targets]
+            force = form.cleaned_data["force"]  # a forced batch reuses nothing: estimate it so
+            estimates = [
+                (r, batch_estimate(team=team, rubric=r, scope=s, force=force)) for r, s in targets
+            ]
             if _needs_confirmation(team, [e for _, e in estimates]):
                 context = {
                     "estimates": estimates,
+                    "unknown_cost": any(e.cost is None for _, e in estimates),
                     "post": request.POST,
                     "back": _safe_next(request),
                 }
@@ -264,8 +269,9 @@ def rescore_start(request: TeamRequest) -> HttpResponse:
 
 
 def _needs_confirmation(team: Any, estimates: list[Any]) -> bool:
-    costs = [e.cost for e in estimates if e.cost is not None]
-    return bool(costs) and sum(costs) > float(team.confirm_cost_above)
+    return estimate_needs_confirmation(
+        team=team, costs=[e.cost for e in estimates], tokens=sum(e.tokens for e in estimates)
+    )
 
 
 def _after_rescore(request: TeamRequest, form: RescoreForm, batches: list[Any]) -> HttpResponse:

@@ -3,16 +3,67 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from django.http import HttpRequest
-from ninja import Router, Schema, Status
+from ninja import Field, Router, Schema, Status
+from pydantic import ConfigDict
 
 from evalsite.schemas import with_errors
 
-from .api import manager
-from .services import team_webhook_secret_rotate
+from .api import caller, editor, manager
+from .models import Team
+from .services import team_update_settings, team_webhook_secret_rotate
 
 router = Router(tags=["team"])
+
+PRICES_HELP = (
+    'Judge prices by litellm model string, USD per million tokens: {"openai/my-judge": '
+    '{"input": 0.15, "output": 0.6}}; they override litellm\'s table. A model priced by '
+    "neither has an unknown cost (null)."
+)
+
+
+class TeamSettingsOut(Schema):
+    confirm_cost_above: float = Field(
+        description="Re-scores estimated above this many USD ask for confirmation"
+    )
+    confirm_tokens_above: int = Field(
+        description="When the cost is unknown, re-scores above this many tokens ask instead"
+    )
+    judge_prices: dict[str, dict[str, float]] = Field(description=PRICES_HELP)
+
+
+class TeamSettingsPatch(Schema):
+    """Only the fields sent change; `judge_prices` replaces the whole table."""
+
+    model_config = ConfigDict(extra="forbid")
+    confirm_cost_above: float | None = None
+    confirm_tokens_above: int | None = None
+    judge_prices: dict[str, Any] | None = Field(default=None, description=PRICES_HELP)
+
+
+def _settings_out(team: Team) -> dict[str, Any]:
+    return {
+        "confirm_cost_above": float(team.confirm_cost_above),
+        "confirm_tokens_above": team.confirm_tokens_above,
+        "judge_prices": team.judge_prices,
+    }
+
+
+@router.get("/settings", response=with_errors({200: TeamSettingsOut}))
+def get_settings(request: HttpRequest):
+    """The team's re-score confirmation thresholds and judge prices."""
+    return _settings_out(caller(request).team)
+
+
+@router.patch("/settings", response=with_errors({200: TeamSettingsOut}))
+def update_settings(request: HttpRequest, payload: TeamSettingsPatch):
+    """Change the thresholds or the judge prices (editors and API keys); a price below 0, a
+    malformed entry or a threshold out of range is a 422 naming the field."""
+    team = editor(request).team
+    team_update_settings(team=team, **payload.model_dump(exclude_unset=True))
+    return _settings_out(team)
 
 
 class WebhookSecretOut(Schema):

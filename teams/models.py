@@ -10,6 +10,12 @@ class Team(models.Model):
     slug = models.SlugField(max_length=60, unique=True)
     # Re-score batches estimated above this cost ask for confirmation in the UI.
     confirm_cost_above = models.DecimalField(max_digits=10, decimal_places=2, default=5)
+    # When a re-score's cost is unknown (no price for its judge), batches estimated above this
+    # many tokens ask for confirmation instead.
+    confirm_tokens_above = models.PositiveBigIntegerField(default=200_000)
+    # Judge prices that override litellm's table, USD per million tokens, by litellm model
+    # string: {"openai/my-judge": {"input": 0.15, "output": 0.6}} (runs.scoring.pricing).
+    judge_prices = models.JSONField(default=dict, blank=True)
     # Signs batch webhooks (HMAC-SHA256). Encrypted at rest (teams.crypto); an owner sees it
     # once, when it is made (teams.services.team_webhook_secret_rotate).
     webhook_secret_encrypted = models.TextField(blank=True)

@@ -21,6 +21,7 @@ from runs.scoring.netguard import url_refusal
 
 from .crypto import SecretUnreadable, secret_decrypt, secret_encrypt, secret_reencrypt
 from .models import ApiKey, JudgeConnection, Membership, Role, Team
+from .prices import judge_prices_clean, token_threshold_error
 
 KEY_PREFIX = "es_"
 
@@ -104,17 +105,44 @@ def api_key_revoke(*, key: ApiKey) -> ApiKey:
     return key
 
 
-def team_update_settings(*, team: Team, confirm_cost_above: Any) -> Team:
-    """Team-wide settings editable in the dashboard; errors name the field."""
-    try:
-        amount = Decimal(str(confirm_cost_above))
-    except (InvalidOperation, ValueError):
-        raise TeamValidationError({"confirm_cost_above": "must be a number of dollars"}) from None
-    if not amount.is_finite() or amount < 0 or amount >= Decimal("100000000"):
-        raise TeamValidationError({"confirm_cost_above": "must be between 0 and 99,999,999.99"})
-    team.confirm_cost_above = amount.quantize(Decimal("0.01"))
-    team.save(update_fields=["confirm_cost_above"])
+def team_update_settings(
+    *,
+    team: Team,
+    confirm_cost_above: Any = None,
+    confirm_tokens_above: Any = None,
+    judge_prices: Any = None,
+) -> Team:
+    """Team-wide settings (the dashboard's and PATCH /api/team/settings); only the fields
+    given (not None) change. Errors name the field."""
+    errors: dict[str, str] = {}
+    fields: dict[str, Any] = {}
+    if confirm_cost_above is not None:
+        amount, problem = _dollars(confirm_cost_above)
+        errors.update({"confirm_cost_above": problem} if problem else {})
+        fields["confirm_cost_above"] = amount
+    if confirm_tokens_above is not None:
+        if problem := token_threshold_error(confirm_tokens_above):
+            errors["confirm_tokens_above"] = problem
+        fields["confirm_tokens_above"] = confirm_tokens_above
+    if judge_prices is not None:
+        fields["judge_prices"], found = judge_prices_clean(judge_prices)
+        errors.update(found)
+    if errors:
+        raise TeamValidationError(errors)
+    for name, value in fields.items():
+        setattr(team, name, value)
+    team.save(update_fields=list(fields))
     return team
+
+
+def _dollars(value: Any) -> tuple[Decimal, str]:
+    try:
+        amount = Decimal(str(value))
+    except (InvalidOperation, ValueError):
+        return Decimal(0), "must be a number of dollars"
+    if not amount.is_finite() or amount < 0 or amount >= Decimal("100000000"):
+        return Decimal(0), "must be between 0 and 99,999,999.99"
+    return amount.quantize(Decimal("0.01")), ""
 
 
 class TeamValidationError(FieldErrors):

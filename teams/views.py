@@ -80,6 +80,48 @@ class TeamSettingsForm(forms.Form):
         decimal_places=2,
         help_text="Re-score batches whose estimated judge cost is higher ask before starting.",
     )
+    confirm_tokens_above = forms.IntegerField(
+        required=False,
+        label="When the cost is unknown, ask above (tokens)",
+        min_value=0,
+        help_text="For judges with no price (yours or litellm's): re-scores estimated above "
+        "this many tokens ask before starting.",
+    )
+    judge_prices = forms.CharField(
+        required=False,
+        max_length=40_000,
+        label="Judge prices (USD per million tokens)",
+        help_text="One model a line: the litellm model string, the input price, the output "
+        "price, e.g. “openai/my-judge 0.15 0.60”. They override litellm's table; a model "
+        "priced by neither has an unknown cost.",
+        widget=forms.Textarea(attrs={"rows": 3, "class": "mono"}),
+    )
+
+    def clean_judge_prices(self) -> dict[str, Any] | None:
+        if "judge_prices" not in self.data:
+            return None  # a form without the field leaves the prices as they are
+        out: dict[str, Any] = {}
+        for number, line in enumerate(self.cleaned_data.get("judge_prices", "").splitlines(), 1):
+            parts = line.split()
+            if not parts:
+                continue
+            try:
+                model, prices = parts[0], [float(p) for p in parts[1:]]
+            except ValueError:
+                prices = []
+            if len(prices) != 2:
+                raise forms.ValidationError(f"line {number}: write “model input output”")
+            out[model] = {"input": prices[0], "output": prices[1]}
+        return out
+
+    @staticmethod
+    def initial_for(team: Any) -> dict[str, Any]:
+        lines = [f"{m} {p['input']:g} {p['output']:g}" for m, p in team.judge_prices.items()]
+        return {
+            "confirm_cost_above": team.confirm_cost_above,
+            "confirm_tokens_above": team.confirm_tokens_above,
+            "judge_prices": "\n".join(lines),
+        }
 
 
 class ConnectionForm(forms.Form):
@@ -158,7 +200,7 @@ def _settings_page(request: TeamRequest, *, status: int = 200, **context: Any) -
     context["connections"] = _connection_rows(request, context.get("editing"))
     context["is_owner"] = request.membership.role == "owner"
     context.setdefault(
-        "settings_form", TeamSettingsForm(initial={"confirm_cost_above": team.confirm_cost_above})
+        "settings_form", TeamSettingsForm(initial=TeamSettingsForm.initial_for(team))
     )
     context["keys"] = api_keys_list(team=team).select_related("created_by")
     response = render(request, "teams/settings.html", context, status=status)
@@ -182,7 +224,8 @@ def team_settings_save(request: TeamRequest) -> HttpResponse:
             team_update_settings(team=request.team, **form.cleaned_data)
         except TeamValidationError as exc:
             for field, message in exc.errors.items():
-                form.add_error(field if field in form.fields else None, message)
+                name = field.split(".")[0]
+                form.add_error(name if name in form.fields else None, f"{field}: {message}")
         else:
             messages.success(request, "Team settings saved.")
             return redirect("team_settings")

@@ -113,6 +113,7 @@ def _start(
             created_by=user,
         )
         evaluations, items = [], []
+        prices = rubric.team.judge_prices
         for run in runs:
             for repeat in range(repeats):
                 evaluation = evaluation_build(
@@ -123,6 +124,7 @@ def _start(
                     inline_criteria=inline if version is None else None,
                     judge_model=judge_model,
                     force=True,
+                    prices=prices,
                 )
                 evaluation.calibration = True
                 evaluations.append(evaluation)

@@ -23,6 +23,7 @@ from rubrics.models import Rubric, RubricVersion
 from runs.api_compare import export_response
 from runs.models import Comparison, ComparisonPurpose, GateState
 from runs.services.compare import comparison_get
+from runs.services.rescore_estimate import estimate_needs_confirmation
 from teams.access import editor_required, team_object_or_404, team_required
 from teams.models import Role
 
@@ -102,8 +103,10 @@ def compare_start(request: HttpRequest, rubric_id: Any) -> HttpResponse:
             _, estimate, _ = comparison_start(
                 team=team, rubric=rubric, a=a, b=b, sample=sample, dry_run=True, user=request.user
             )
-            cost = estimate["total"].get("cost")
-            if cost is not None and cost > float(team.confirm_cost_above):
+            total = estimate["total"]
+            if estimate_needs_confirmation(
+                team=team, costs=[total.get("cost")], tokens=total.get("tokens", 0)
+            ):
                 context = {"rubric": rubric, "estimate": estimate, "post": request.POST, "n": n}
                 partial = bool(getattr(request, "htmx", False))
                 template = f"reviews/{'_' if partial else ''}compare_confirm.html"

@@ -254,7 +254,9 @@ def _assemble_one(
         logger.warning("trace %s does not make a valid run; dropped", agent.trace_id)
         return None
     try:
-        run, _ = run_ingest(team=team, payload=payload)
+        # A trace arrives with no one to answer: a rubric that can judge nothing marks the run
+        # nothing_to_judge rather than losing it.
+        run, _ = run_ingest(team=team, payload=payload, refuse_empty=False)
     except RunConflict as exc:
         return exc.run  # assembled elsewhere meanwhile, from fewer spans
     except RunTooLarge:

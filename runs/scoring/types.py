@@ -83,6 +83,10 @@ class JudgeConfig(BaseModel):
     # Why this judge must not be called at all (e.g. its connection was deleted): every call
     # fails at once with this as a permanent error.
     unusable: str | None = None
+    # The team's price for this model (USD per million input tokens, per million output
+    # tokens), which overrides litellm's table (pricing.tokens_cost). Not part of the identity:
+    # a price does not change what the judge answers.
+    price: tuple[float, float] | None = None
 
     @field_validator("timeout", mode="before")
     @classmethod

@@ -21,7 +21,9 @@ from ..models import (
 
 DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
-StatusChoice = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+StatusChoice = Literal[
+    "queued", "running", "succeeded", "failed", "cancelled", "not_sampled", "nothing_to_judge"
+]
 
 
 class RunFilterError(FieldErrors):

@@ -71,7 +71,7 @@ def _resolve(rubric: Rubric, side: Side, name: str) -> _Resolved:
         raise ComparisonValidationError({f"{name}.version": "not a version of this rubric"})
     try:
         override = judge_clean(side.judge)
-        config = batch_judge(rubric, override)
+        config = batch_judge(rubric, override, rubric.team.judge_prices)
     except FieldErrors as exc:
         raise ComparisonValidationError({f"{name}.{k}": v for k, v in exc.errors.items()}) from exc
     return _Resolved(side.version, override, config)
@@ -103,7 +103,7 @@ def _estimate(team: Team, rubric: Rubric, side: _Resolved, run_ids: Sequence[Any
     plan = plan_build(
         team.pk, run_ids, version_specs(side.version), side.config, rubric.strategy, False
     )
-    return estimate_from(plan, side.config.model, 0)
+    return estimate_from(plan, side.config, 0)
 
 
 def comparison_estimate(
@@ -218,12 +218,13 @@ def _side_batch(
         window=max(1, settings.EVALSITE_BATCH_WINDOW),
     )  # fmt: skip
     rubric = comparison.rubric
+    prices = comparison.team.judge_prices
     for chunk in chunks(run_ids):
         rows = []
         for run in AgentRun.objects.filter(pk__in=chunk).only("id", "team_id"):
             evaluation = evaluation_build(
                 run=run, kind=Kind.RUBRIC, rubric=rubric, version=side.version,
-                judge_model=side.override, batch=batch, held=True,
+                judge_model=side.override, batch=batch, held=True, prices=prices,
             )  # fmt: skip
             evaluation.calibration = True  # never the run's current result
             rows.append(evaluation)

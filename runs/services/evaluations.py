@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 from uuid import UUID
 
@@ -40,10 +40,12 @@ def evaluation_build(
     force: bool = False,
     held: bool = False,
     judge_view: str = "",
+    prices: Mapping[str, Any] | None = None,
 ) -> Evaluation:
     """A queued evaluation with its scoring parameters frozen, unsaved: ingest, re-scoring and
-    calibration bulk-insert these, and the caller enqueues them."""
-    config = judge_config_for(rubric, model=judge_model)
+    calibration bulk-insert these, and the caller enqueues them. ``prices``: the team's judge
+    price table (Team.judge_prices), frozen with the judge when it prices this model."""
+    config = judge_config_for(rubric, model=judge_model, prices=prices)
     if kind == Kind.ALIGNMENT:
         mode = alignment_mode or (rubric.alignment_mode if rubric else AlignmentMode.BOTH)
     else:

@@ -23,6 +23,7 @@ from teams.models import Team
 from ..models import AgentRun, Evaluation, Kind, RunTool, Status
 from ..payloads import RunPayload
 from .evaluations import evaluation_build, evaluations_enqueue
+from .sampling import nothing_to_judge_refusal, run_sampled
 
 
 class RunValidationError(FieldErrors):
@@ -108,15 +109,22 @@ def run_ingest(
     payload: RunPayload,
     inline_criteria: list[dict[str, Any]] | None = None,
     judge_view: str = "",
+    refuse_empty: bool = True,
 ) -> tuple[AgentRun, bool]:
     """Store a run and queue its evaluations. Returns (run, created).
 
     Idempotent on ``external_id``: the same content again returns the stored run; different
     content raises RunConflict. ``inline_criteria`` (from POST /api/score) replaces the rubric's,
     judged in ``judge_view`` (else the rubric's current version's, else the final view).
+    A rubric with nothing to judge is a RunValidationError unless ``refuse_empty`` is False
+    (the run is then stored with status nothing_to_judge).
     """
     run, created, _ = run_store(
-        team=team, payload=payload, inline_criteria=inline_criteria, judge_view=judge_view
+        team=team,
+        payload=payload,
+        inline_criteria=inline_criteria,
+        judge_view=judge_view,
+        refuse_empty=refuse_empty,
     )
     return run, created
 
@@ -127,6 +135,7 @@ def run_store(
     payload: RunPayload,
     inline_criteria: list[dict[str, Any]] | None = None,
     judge_view: str = "",
+    refuse_empty: bool = True,
     claim: uuid.UUID | None = None,
     scored_only: bool = False,
 ) -> Ingested:
@@ -143,7 +152,16 @@ def run_store(
             return Ingested(_same_or_conflict(existing, digest), False, None)
     try:
         with transaction.atomic():
-            built = _build_run(team, payload, rubric, digest, inline_criteria, judge_view)
+            built = _build_run(
+                team,
+                payload,
+                rubric,
+                digest,
+                inline_criteria,
+                judge_view,
+                refuse_empty,
+                sample=not scored_only,
+            )
             if scored_only and not built[1]:
                 raise NothingToScore()
             if claim is not None:
@@ -192,8 +210,13 @@ def _build_run(
     digest: str,
     inline_criteria: list[dict[str, Any]] | None,
     judge_view: str = "",
+    refuse_empty: bool = True,
+    *,
+    sample: bool = True,
 ) -> tuple[AgentRun, list[Evaluation]]:
-    """The unsaved run and its unsaved queued evaluations."""
+    """The unsaved run and its unsaved queued evaluations (none when its rubric's sampling
+    leaves it out, unless ``sample`` is False: status not_sampled, the decision on
+    ``run.sampling``)."""
     messages = _messages(payload)
     output = _output(payload)
     steps = normalise(messages, output)
@@ -219,7 +242,20 @@ def _build_run(
         or (rubric.alignment_mode if rubric else AlignmentMode.OFF),
     )
     evaluations = _initial_evaluations(run, payload, rubric, inline_criteria, judge_view)
-    run.status = Status.QUEUED if evaluations else Status.SUCCEEDED
+    if not evaluations:
+        if refuse_empty and (problem := nothing_to_judge_refusal(payload=payload, rubric=rubric)):
+            raise RunValidationError(problem)
+        run.status = Status.NOTHING_TO_JUDGE
+        return run, []
+    if (
+        sample
+        and rubric is not None
+        and inline_criteria is None
+        and not run_sampled(run=run, rubric=rubric)
+    ):
+        run.status = Status.NOT_SAMPLED
+        return run, []
+    run.status = Status.QUEUED
     return run, evaluations
 
 
@@ -256,6 +292,7 @@ def _initial_evaluations(
     judge_view: str = "",
 ) -> list[Evaluation]:
     out = []
+    prices = run.team.judge_prices  # the team ingest was given: no query
     if inline_criteria is not None:
         out.append(
             evaluation_build(
@@ -264,24 +301,36 @@ def _initial_evaluations(
                 rubric=rubric,
                 inline_criteria=inline_criteria,
                 judge_view=judge_view,
+                prices=prices,
             )
         )
     elif rubric is not None and rubric.current_version_id:
         out.append(
             evaluation_build(
-                run=run, kind=Kind.RUBRIC, rubric=rubric, version=rubric.current_version
+                run=run,
+                kind=Kind.RUBRIC,
+                rubric=rubric,
+                version=rubric.current_version,
+                prices=prices,
             )
         )
-    else:
+    elif rubric is None or payload.rubric is not None:
+        # A request_context ``rubric`` that named this rubric is its slug, not criteria text.
         inline = _context_criteria(payload)
         if inline:
             out.append(
-                evaluation_build(run=run, kind=Kind.RUBRIC, rubric=rubric, inline_criteria=inline)
+                evaluation_build(
+                    run=run, kind=Kind.RUBRIC, rubric=rubric, inline_criteria=inline, prices=prices
+                )
             )
     if run.alignment_mode != AlignmentMode.OFF:
         out.append(
             evaluation_build(
-                run=run, kind=Kind.ALIGNMENT, rubric=rubric, alignment_mode=run.alignment_mode
+                run=run,
+                kind=Kind.ALIGNMENT,
+                rubric=rubric,
+                alignment_mode=run.alignment_mode,
+                prices=prices,
             )
         )
     return out

@@ -143,6 +143,7 @@ def _insert_evaluations(
     _mark_runs_queued): a long transaction holding them would block workers writing results
     for the same runs, and deadlock with them."""
     rubric = batch.rubric
+    prices = batch.team.judge_prices
     for chunk in chunks(run_ids):
         runs = AgentRun.objects.filter(pk__in=chunk).only("id", "team_id")
         Evaluation.objects.bulk_create(
@@ -156,6 +157,7 @@ def _insert_evaluations(
                     batch=batch,
                     force=batch.force,
                     held=True,
+                    prices=prices,
                 )  # fmt: skip
                 for run in runs
             ],
@@ -211,7 +213,7 @@ def batch_create(
             return _same_request(key, existing, asked), False
     version = version_for(rubric, target_version)
     model_override = judge_clean(judge)
-    judge_config = batch_judge(rubric, model_override)
+    judge_config = batch_judge(rubric, model_override, team.judge_prices)
     url = _clean_webhook(webhook_url)
     run_ids = scope_run_ids(team, rubric, scope)
     row = dict(
@@ -259,7 +261,7 @@ def _create(
         plan = plan_build(
             batch.team_id, queued, criteria, judge_config, batch.rubric.strategy, force
         )
-        estimate = estimate_from(plan, judge_config.model, len(run_ids) - len(queued))
+        estimate = estimate_from(plan, judge_config, len(run_ids) - len(queued))
         batch.estimate = estimate.as_json()
         batch.total = len(queued)
         batch.save(update_fields=["estimate", "total"])

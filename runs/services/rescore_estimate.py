@@ -6,14 +6,15 @@ See runs.services.rescore for batches; ``batch_create`` stores its estimate with
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rubrics.judging import judge_config_for, judge_for
 from rubrics.models import Rubric, RubricVersion
 from runs.scoring import Criterion as CriterionSpec
-from runs.scoring import JudgeConfig, llm, verdict_key
+from runs.scoring import JudgeConfig, verdict_key
+from runs.scoring.pricing import tokens_cost
 from teams.models import Team
 
 from ..models import AgentRun, CriterionVerdict, Evaluation, Status
@@ -35,8 +36,8 @@ class Estimate:
     """What a batch will cost, computed the way execution will decide it (same judge config,
     same verdict keys, same reuse lookup). ``judge_calls`` and ``criterion_judgements`` are
     exact when nothing fails and no other work lands meanwhile; tokens are approximate (prompt
-    characters / 4 plus a completion allowance per criterion); ``cost`` is None when litellm
-    has no price for the model."""
+    characters / 4 plus a completion allowance per criterion); ``cost`` is None when neither
+    the team (its judge prices) nor litellm has a price for the model."""
 
     runs: int
     judge_calls: int
@@ -65,9 +66,11 @@ class Plan:
     completion_tokens: int = 0
 
 
-def batch_judge(rubric: Rubric, model: str) -> JudgeConfig:
-    """The JudgeConfig execution will build for an evaluation created with this judge."""
-    judge = judge_for(Evaluation(judge_config=judge_config_for(rubric, model=model)))
+def batch_judge(rubric: Rubric, model: str, prices: Mapping[str, Any] | None = None) -> JudgeConfig:
+    """The JudgeConfig execution will build for an evaluation created with this judge (and
+    the team's judge ``prices``)."""
+    config = judge_config_for(rubric, model=model, prices=prices)
+    judge = judge_for(Evaluation(judge_config=config))
     if judge.unusable:  # e.g. another provider's model without a judge connection
         raise RescoreValidationError({"judge": judge.unusable})
     if not judge.model:
@@ -130,17 +133,24 @@ def plan_build(
     return plan
 
 
-def _cost(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
-    """litellm's price for these tokens, or None when it does not know the model."""
+def _cost(judge: JudgeConfig, prompt_tokens: int, completion_tokens: int) -> float | None:
+    """The price of these tokens as a judge call's (the team's price, else litellm's), or
+    None when neither knows the model."""
     if not prompt_tokens and not completion_tokens:
         return 0.0
-    try:
-        return llm.token_cost(model, prompt_tokens, completion_tokens)
-    except Exception:  # noqa: BLE001 - litellm raises assorted errors for unknown models
-        return None
+    return tokens_cost(judge.model, prompt_tokens, completion_tokens, judge.price)
 
 
-def estimate_from(plan: Plan, model: str, skipped: int) -> Estimate:
+def estimate_needs_confirmation(*, team: Team, costs: Sequence[float | None], tokens: int) -> bool:
+    """Whether estimates (their costs, their tokens together) ask for confirmation: above the
+    team's cost threshold, or, when any cost is unknown (no price for the judge), above its
+    token threshold. Never skipped for an unknown cost."""
+    if any(cost is None for cost in costs):
+        return tokens > team.confirm_tokens_above
+    return sum(c for c in costs if c is not None) > float(team.confirm_cost_above)
+
+
+def estimate_from(plan: Plan, judge: JudgeConfig, skipped: int) -> Estimate:
     return Estimate(
         runs=len(plan.run_ids),
         judge_calls=plan.calls,
@@ -149,8 +159,8 @@ def estimate_from(plan: Plan, model: str, skipped: int) -> Estimate:
         prompt_tokens=plan.prompt_tokens,
         completion_tokens=plan.completion_tokens,
         tokens=plan.prompt_tokens + plan.completion_tokens,
-        cost=_cost(model, plan.prompt_tokens, plan.completion_tokens),
-        model=model,
+        cost=_cost(judge, plan.prompt_tokens, plan.completion_tokens),
+        model=judge.model,
         skipped_pending=skipped,
     )
 
@@ -173,12 +183,12 @@ def batch_estimate(
 ) -> Estimate:
     """What ``batch_create`` with the same arguments would queue and spend; writes nothing."""
     version = version_for(rubric, target_version)
-    judge_config = batch_judge(rubric, judge_clean(judge))
+    judge_config = batch_judge(rubric, judge_clean(judge), team.judge_prices)
     run_ids = scope_run_ids(team, rubric, scope or RescoreScope())
     pending = pending_run_ids(run_ids, version, judge_config.model)
     todo = [r for r in run_ids if r not in pending]
     plan = plan_build(team.pk, todo, version_specs(version), judge_config, rubric.strategy, force)
-    return estimate_from(plan, judge_config.model, skipped=len(pending))
+    return estimate_from(plan, judge_config, skipped=len(pending))
 
 
 def run_rescore_estimate(

@@ -22,6 +22,7 @@ from teams.models import Team
 
 from ..models import PENDING_STATUSES, AgentRun, Evaluation, Kind
 from ..selectors import RunFilters, runs_matching
+from ..selectors.filters import StatusChoice
 
 CHUNK = 500  # ids per IN (...) clause: well under SQLite's variable limit
 
@@ -39,6 +40,7 @@ class RescoreScope:
     version: int | None = None  # the run's current result is on this version number
     failed_only: bool = False  # the run's current result did not pass
     criterion: str | None = None  # the current verdict on this criterion key is unsatisfied
+    status: StatusChoice | None = None  # the run's status, e.g. not_sampled (sampling left it out)
     since: datetime | None = None  # created at or after
     until: datetime | None = None  # created before
 
@@ -47,6 +49,8 @@ class RescoreScope:
         out["runs"] = [str(r) for r in self.runs] if self.runs is not None else None
         for name in ("since", "until"):
             out[name] = out[name].isoformat() if out[name] else None
+        if out["status"] is None:
+            del out["status"]  # absent as before it existed: earlier request hashes still match
         return out
 
 
@@ -81,6 +85,7 @@ def _scope_runs(team: Team, rubric: Rubric, scope: RescoreScope) -> QuerySet[Age
             version=scope.version,
             passed=False if scope.failed_only else None,
             failing_criterion=scope.criterion,
+            status=scope.status,
             since=scope.since,
             until=scope.until,
         )

@@ -151,7 +151,7 @@ def _write(jobs: list[Finished], runs: dict[Any, AgentRun]) -> None:
         evaluation = job.evaluation
         fields = _usage_fields(job.result.calls) | _result_fields(evaluation, job.result)
         fields |= {
-            "status": Status.SUCCEEDED,
+            "status": _final_status(evaluation, job.result),
             "error": "",
             "lease_token": None,
             "lease_expires_at": None,
@@ -191,6 +191,13 @@ def _applied(
             )
         elif row["id"] in demoted:
             row["is_current"] = False
+
+
+def _final_status(evaluation: Evaluation, result: Any) -> str:
+    """A rubric evaluation that found no criteria anywhere judged nothing: not a success."""
+    if evaluation.kind == Kind.RUBRIC and result.criteria_source == "none":
+        return Status.NOTHING_TO_JUDGE
+    return Status.SUCCEEDED
 
 
 @dataclass
@@ -236,9 +243,10 @@ def _scores(evaluation: Evaluation, result: Any) -> dict[str, Any]:
         reused = sum(1 for v in result.verdicts if v.reused)
         # A run without output sends nothing to the judge: none of its verdicts was judged.
         judged = 0 if result.no_output else len(result.verdicts) - reused
+        found = result.criteria_source != "none"  # no criteria anywhere: nothing was judged
         return {
-            "score": result.score,
-            "passed": result.passed,
+            "score": result.score if found else None,
+            "passed": result.passed if found else None,
             "reason": result.reason,
             "overall": result.overall or "",
             "criteria_source": result.criteria_source,

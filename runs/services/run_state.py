@@ -64,6 +64,9 @@ def runs_refresh(rubric_of: dict[Any, Any], rows: list[dict[str, Any]] | None = 
         )
     # Human review labels adjust passed/score/alignment_score (reviews registers that in its
     # AppConfig.ready()); the evaluations keep the judge's.
+    unjudged = _unjudged_status([pk for pk, values in fields.items() if not values["status"]])
+    for pk, status in unjudged.items():
+        fields[pk]["status"] = status
     for adjust in result_adjusters():
         for run_id, adjusted in adjust(picked).items():
             fields[run_id].update(adjusted)
@@ -107,4 +110,24 @@ def _run_status(evaluations: list[dict[str, Any]]) -> str:
     for e in evaluations:  # newest first
         if e["status"] != Status.CANCELLED:
             newest.setdefault((e["kind"], e["rubric_id"]), e["status"])
-    return Status.FAILED if Status.FAILED in newest.values() else Status.SUCCEEDED
+    if not newest:
+        return ""  # nothing judged: the run keeps what ingest decided (see _unjudged_status)
+    if Status.FAILED in newest.values():
+        return Status.FAILED
+    if set(newest.values()) == {Status.NOTHING_TO_JUDGE}:
+        return Status.NOTHING_TO_JUDGE
+    return Status.SUCCEEDED
+
+
+def _unjudged_status(run_ids: list[Any]) -> dict[Any, str]:
+    """Runs with no evaluation left (a re-score cancelled before it ran): not sampled when
+    their rubric's sampling left them out at ingest, else nothing to judge."""
+    if not run_ids:
+        return {}
+    rows = AgentRun.objects.filter(pk__in=run_ids).values_list("pk", "sampling")
+    return {
+        pk: Status.NOT_SAMPLED
+        if (sampling or {}).get("sampled") is False
+        else Status.NOTHING_TO_JUDGE
+        for pk, sampling in rows
+    }

@@ -55,7 +55,8 @@ def rubric_try(
     criteria_validate(criteria)
     judge_view_validate(judge_view=judge_view, run_token_budget=run_token_budget)
     # judge_for reads only the frozen judge config: the same judge a real evaluation gets.
-    judge = judge_for(Evaluation(judge_config=judge_config_for(rubric)))
+    config = judge_config_for(rubric, prices=rubric.team.judge_prices)
+    judge = judge_for(Evaluation(judge_config=config))
     specs = [
         CriterionSpec(id=c.key or f"draft{i + 1}", description=c.description, required=c.required)
         for i, c in enumerate(criteria)

@@ -135,7 +135,8 @@ def column_chart(
     at half width, so they stay readable."""
     if not any(values):
         empty = (
-            "No judge cost recorded: litellm has no price for this judge model."
+            "No judge cost recorded: neither your team (team settings, judge prices) nor "
+            "litellm has a price for this judge model, so its cost is unknown."
             if unit == "$"
             else "No judge calls in this period."
         )

@@ -82,6 +82,9 @@ def _connections_team_and_otel(c) -> None:
     c.delete_connection("hosted")
     assert c.list_connections() == []
     assert len(c.rotate_webhook_secret()["secret"]) > 20
+    prices = {"openai/my-judge": {"input": 0.15, "output": 0.6}}
+    assert c.update_team_settings(judge_prices=prices)["judge_prices"] == prices
+    assert c.get_team_settings()["confirm_tokens_above"] == 200_000
     assert c.set_otel_service("support-agent", "support")[0]["rubric"]["slug"] == "support"
     assert c.list_otel_services()[0]["service_name"] == "support-agent"
 

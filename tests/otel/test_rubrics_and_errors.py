@@ -186,3 +186,24 @@ def test_owners_and_keys_set_service_defaults_editors_only_read_them(
     )
     assert api.put("/otel/services", {"service_name": "support-agent", "rubric": None}).json() == []
     assert not OtelServiceRubric.objects.exists()
+
+
+def test_an_otlp_trace_whose_rubric_is_empty_is_kept_as_nothing_to_judge(send, team, make_rubric):
+    empty = make_rubric(name="Empty", criteria=[])
+
+    send(list(two_tool_trace(rubric=empty.slug).values()))
+
+    run = AgentRun.objects.get(team=team)
+    assert run.status == "nothing_to_judge" and run.passed is None
+    assert not Evaluation.objects.filter(run=run).exists()
+
+
+def test_a_service_default_rubric_samples_the_runs_it_is_given(send, team, make_rubric, api):
+    rubric = make_rubric(sample_rate=0)
+    api.put("/otel/services", {"service_name": "support-agent", "rubric": rubric.slug})
+
+    send(list(two_tool_trace().values()))
+
+    run = AgentRun.objects.get(team=team)
+    assert run.rubric == rubric and run.status == "not_sampled"
+    assert run.sampling["reason"] == "rate" and judged_with(run) is None

@@ -58,11 +58,11 @@ def test_a_request_context_rubric_naming_a_stored_slug_uses_that_rubric(team, ma
     assert Evaluation.objects.get(run=run).rubric_version == rubric.current_version
 
 
-def test_a_run_without_rubric_or_criteria_is_stored_and_needs_no_evaluation(team):
+def test_a_run_without_rubric_or_criteria_is_stored_as_nothing_to_judge(team):
     run, _ = ingest(team)
 
     assert not Evaluation.objects.filter(run=run).exists()
-    assert run.status == Status.SUCCEEDED
+    assert run.status == Status.NOTHING_TO_JUDGE
 
 
 def test_the_same_external_id_and_payload_returns_the_stored_run(team, make_rubric):

@@ -8,7 +8,16 @@ from collections.abc import Iterator
 from typing import Any, cast
 
 from ._base import BaseClient, body
-from .types import Connection, OtelService, Rubric, RubricPage, Version, VersionPage, WebhookSecret
+from .types import (
+    Connection,
+    OtelService,
+    Rubric,
+    RubricPage,
+    TeamSettings,
+    Version,
+    VersionPage,
+    WebhookSecret,
+)
 
 Criteria = str | list[dict[str, Any]]
 
@@ -109,6 +118,15 @@ class RubricsMixin(BaseClient):
         self._request("teams_api_connections_delete_connection", {"connection": connection})
 
     # --- Team -----------------------------------------------------------------------------------
+
+    def get_team_settings(self) -> TeamSettings:
+        """The re-score confirmation thresholds and the team's judge prices."""
+        return cast(TeamSettings, self._json("teams_api_team_get_settings"))
+
+    def update_team_settings(self, **fields: Any) -> TeamSettings:
+        """Change ``confirm_cost_above``, ``confirm_tokens_above`` or ``judge_prices``
+        ({model: {"input", "output"}}, USD per million tokens; replaces the whole table)."""
+        return cast(TeamSettings, self._json("teams_api_team_update_settings", json=fields))
 
     def rotate_webhook_secret(self) -> WebhookSecret:
         """A new secret for the team's webhook signatures: shown this once."""

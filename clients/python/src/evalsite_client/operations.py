@@ -48,6 +48,8 @@ OPERATIONS: dict[str, Operation] = {
     "teams_api_connections_delete_connection": _op(
         "DELETE", "/api/connections/{connection}", "delete_connection"
     ),
+    "teams_api_team_get_settings": _op("GET", "/api/team/settings", "get_team_settings"),
+    "teams_api_team_update_settings": _op("PATCH", "/api/team/settings", "update_team_settings"),
     "teams_api_team_rotate_webhook_secret": _op(
         "POST", "/api/team/webhook-secret", "rotate_webhook_secret", idempotent=False
     ),

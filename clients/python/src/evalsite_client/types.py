@@ -65,6 +65,12 @@ class Connection(TypedDict):
     updated_at: str
 
 
+class TeamSettings(TypedDict):
+    confirm_cost_above: float
+    confirm_tokens_above: int
+    judge_prices: dict[str, dict[str, float]]
+
+
 class WebhookSecret(TypedDict):
     secret: str
     rotated_at: str
