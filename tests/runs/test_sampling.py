@@ -100,6 +100,19 @@ def test_inline_criteria_and_rubric_less_runs_are_not_sampled_away(api, team, ma
     assert run.status in (Status.QUEUED, Status.RUNNING) and run.sampling == {}
 
 
+@pytest.mark.django_db(transaction=True)  # the web process's inline thread reads the run
+def test_a_score_call_naming_a_sampled_rubric_is_always_judged(api, team, make_rubric, fake_judge):
+    """POST /api/score asks for a score: sampling, which is for traffic sent to be judged
+    later, never leaves its run out."""
+    rubric = make_rubric(sample_rate=0)
+
+    answer = api.post("/score", run_payload(rubric=rubric.slug, timeout=30, inline=True))
+
+    assert answer.status_code == 200, answer.content
+    assert (answer.json()["status"], answer.json()["passed"]) == ("succeeded", True)
+    assert AgentRun.objects.get(team=team).sampling == {}
+
+
 def test_the_api_stores_a_not_sampled_run_shows_the_decision_and_filters_by_status(
     api, make_rubric
 ):
