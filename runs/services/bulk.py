@@ -12,7 +12,8 @@ from teams.models import Team
 
 from ..models import AgentRun
 from ..payloads import RunPayload
-from .ingest import RunConflict, RunValidationError, runs_ingest_many
+from .ingest import RunConflict, RunValidationError
+from .ingest_many import runs_ingest_many
 
 MAX_BULK_RUNS = 1000
 

@@ -73,14 +73,14 @@ def _output(payload: RunPayload) -> Any:
     return [m if isinstance(m, str) else m.model_dump(mode="json") for m in out]
 
 
-def _check_size(payload: RunPayload) -> None:
+def run_check_size(payload: RunPayload) -> None:
     size = len(payload.model_dump_json().encode())
     limit = settings.EVALSITE_MAX_RUN_BYTES
     if size > limit:
         raise RunTooLarge(f"run is {size:,} bytes; the limit is {limit:,} (EVALSITE_MAX_RUN_BYTES)")
 
 
-def _resolve_rubric(team: Team, payload: RunPayload) -> Rubric | None:
+def run_rubric(team: Team, payload: RunPayload) -> Rubric | None:
     if payload.rubric is None:
         # A request_context ``rubric`` that is exactly a stored rubric's slug names that rubric;
         # any other value is criteria text (SCORING.md "Where criteria come from").
@@ -143,16 +143,16 @@ def run_store(
     run's evaluations are stored already claimed by the caller (running, attempt 1, leased to
     ``claim``) and sent to no broker: the caller judges them through runs.services.execute, and
     if it dies the lease expires and the sweeper queues them as for a dead worker."""
-    _check_size(payload)
-    rubric = _resolve_rubric(team, payload)
-    digest = _digest(payload)
+    run_check_size(payload)
+    rubric = run_rubric(team, payload)
+    digest = run_digest(payload)
     if payload.external_id:
         existing = AgentRun.objects.filter(team=team, external_id=payload.external_id).first()
         if existing is not None:
-            return Ingested(_same_or_conflict(existing, digest), False, None)
+            return Ingested(run_same_or_conflict(existing, digest), False, None)
     try:
         with transaction.atomic():
-            built = _build_run(
+            built = run_build(
                 team,
                 payload,
                 rubric,
@@ -166,11 +166,11 @@ def run_store(
                 raise NothingToScore()
             if claim is not None:
                 _born_claimed(built, claim)
-            _store([built], enqueue=claim is None)
+            runs_store([built], enqueue=claim is None)
     except IntegrityError:
         # Another request stored the same external_id between our check and insert.
         existing = AgentRun.objects.get(team=team, external_id=payload.external_id)
-        return Ingested(_same_or_conflict(existing, digest), False, None)
+        return Ingested(run_same_or_conflict(existing, digest), False, None)
     return Ingested(built[0], True, built[1])
 
 
@@ -191,19 +191,19 @@ def _born_claimed(built: tuple[AgentRun, list[Evaluation]], token: uuid.UUID) ->
     run.status = Status.RUNNING
 
 
-def _digest(payload: RunPayload) -> str:
+def run_digest(payload: RunPayload) -> str:
     return canonical_hash(
         payload.content() | {"rubric": payload.rubric, "alignment": payload.alignment}
     )
 
 
-def _same_or_conflict(existing: AgentRun, digest: str) -> AgentRun:
+def run_same_or_conflict(existing: AgentRun, digest: str) -> AgentRun:
     if existing.content_hash != digest:
         raise RunConflict(existing)
     return existing
 
 
-def _build_run(
+def run_build(
     team: Team,
     payload: RunPayload,
     rubric: Rubric | None,
@@ -259,7 +259,7 @@ def _build_run(
     return run, evaluations
 
 
-def _store(built: list[tuple[AgentRun, list[Evaluation]]], *, enqueue: bool = True) -> None:
+def runs_store(built: list[tuple[AgentRun, list[Evaluation]]], *, enqueue: bool = True) -> None:
     """Insert runs and evaluations with a fixed number of queries; enqueue after commit."""
     runs = AgentRun.objects.bulk_create([run for run, _ in built])
     tools = [tool for run in runs for tool in _tools(run)]
@@ -352,91 +352,3 @@ def _context_criteria(payload: RunPayload) -> list[dict[str, Any]]:
             {k.replace("criteria", f"{source}.rubric", 1): v for k, v in exc.errors.items()}
         ) from exc
     return [{"description": c.description, "required": c.required} for c in criteria]
-
-
-def runs_ingest_many(
-    *, team: Team, payloads: list[RunPayload]
-) -> tuple[list[tuple[AgentRun, bool]], list[tuple[int, Exception]]]:
-    """Ingest many runs with a fixed number of queries (bulk inserts, one enqueue pass).
-
-    Returns (run, created) per payload in order, and the (index, error) of every payload that
-    is invalid (unknown rubric, too large, conflicting external_id). The caller decides whether
-    errors roll the whole call back; it must call this inside ``transaction.atomic()``.
-    Payloads repeating an external_id (with the same content) map to one run.
-
-    Another ingest storing some of the same external_ids at the same time is answered as if
-    it had come first (as the sequential case would be): the insert that collides is undone
-    (a savepoint), the runs stored meanwhile are read again and every item is classified anew
-    (same content: that run, not created; other content: a conflict), up to STORE_ATTEMPTS.
-    """
-    rubrics: dict[str, Rubric | None] = {}
-    for attempt in range(1, STORE_ATTEMPTS + 1):
-        results, errors, built = _classify(team, payloads, rubrics)
-        if errors or not built:
-            break
-        try:
-            with transaction.atomic():
-                _store(built)
-        except IntegrityError:
-            if attempt == STORE_ATTEMPTS:
-                raise
-            continue
-        break
-    return [r for r in results if r is not None], errors
-
-
-# A bulk loses the race for an external_id only to a commit that stored it, so every retry
-# knows more of its ids; a handful of attempts covers any realistic contention.
-STORE_ATTEMPTS = 5
-
-Built = tuple[AgentRun, list[Evaluation]]
-
-
-def _classify(
-    team: Team, payloads: list[RunPayload], rubrics: dict[str, Rubric | None]
-) -> tuple[list[tuple[AgentRun, bool] | None], list[tuple[int, Exception]], list[Built]]:
-    """Each payload's (run, created) against the runs stored now (None for an invalid one),
-    the errors, and the unsaved runs to insert."""
-    existing = _existing_runs(team, payloads)
-    results: list[tuple[AgentRun, bool] | None] = []
-    errors: list[tuple[int, Exception]] = []
-    built: list[Built] = []
-    for index, payload in enumerate(payloads):
-        try:
-            _check_size(payload)
-            rubric = _cached_rubric(team, payload, rubrics)
-            digest = _digest(payload)
-            known = existing.get(payload.external_id) if payload.external_id else None
-            if known is not None:
-                results.append((_same_or_conflict(known, digest), False))
-                continue
-            run, evaluations = _build_run(team, payload, rubric, digest, None)
-        except (RunValidationError, RunTooLarge, RunConflict) as exc:
-            errors.append((index, exc))
-            results.append(None)
-            continue
-        if payload.external_id:
-            existing[payload.external_id] = run
-        built.append((run, evaluations))
-        results.append((run, True))
-    return results, errors, built
-
-
-def _existing_runs(team: Team, payloads: list[RunPayload]) -> dict[str, AgentRun]:
-    ids = {p.external_id for p in payloads if p.external_id}
-    if not ids:
-        return {}
-    return {
-        r.external_id: r
-        for r in AgentRun.objects.filter(team=team, external_id__in=ids)
-        if r.external_id
-    }
-
-
-def _cached_rubric(
-    team: Team, payload: RunPayload, cache: dict[str, Rubric | None]
-) -> Rubric | None:
-    key = f"{payload.rubric}|{payload.request_context.get('rubric') if payload.rubric is None else ''}"
-    if key not in cache:
-        cache[key] = _resolve_rubric(team, payload)
-    return cache[key]

@@ -17,7 +17,7 @@ from runs.models import AgentRun, CriterionVerdict, Evaluation, Status
 from runs.payloads import RunPayload
 from runs.services import evaluations_execute
 from runs.services.groupcommit import GroupCommit
-from runs.services.ingest import runs_ingest_many
+from runs.services.ingest_many import runs_ingest_many
 from tests.conftest import queued_evaluation, wait_for
 
 PASSING = "Your refund for order number 1234 is on its way. Thanks!"

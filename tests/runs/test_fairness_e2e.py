@@ -9,7 +9,7 @@ from django.db import transaction
 
 from runs.models import CriterionVerdict, Evaluation, Status
 from runs.payloads import RunPayload
-from runs.services.ingest import runs_ingest_many
+from runs.services.ingest_many import runs_ingest_many
 from tests.conftest import FAKE_MODEL, run_payload, wait_for
 
 pytestmark = pytest.mark.worker

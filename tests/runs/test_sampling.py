@@ -9,7 +9,7 @@ from django.db import transaction
 from runs.models import AgentRun, Evaluation, Status
 from runs.payloads import RunPayload
 from runs.scoring.sampling import SampleFilters, sample_bucket, sample_decide
-from runs.services.ingest import runs_ingest_many
+from runs.services.ingest_many import runs_ingest_many
 from tests.api_client import field_locs
 from tests.conftest import run_payload
 from tests.page_helpers import judge_pending, signed_in
