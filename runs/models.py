@@ -15,9 +15,13 @@ class Status(models.TextChoices):
     SUCCEEDED = "succeeded", "Succeeded"
     FAILED = "failed", "Failed"
     CANCELLED = "cancelled", "Cancelled"
+    # The team's judge budget is reached: waits, and is queued again when there is room
+    # (runs.services.budget). Never a failure.
+    OVER_BUDGET = "over_budget", "Over budget"
 
 
-PENDING_STATUSES = (Status.QUEUED, Status.RUNNING)
+# Not ended yet: over-budget evaluations count, so a re-score batch pauses on them.
+PENDING_STATUSES = (Status.QUEUED, Status.RUNNING, Status.OVER_BUDGET)
 FINAL_STATUSES = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
 
 
@@ -57,7 +61,7 @@ class AgentRun(models.Model):
     )
     # Denormalised current result, written in the evaluation's own transaction so lists and
     # filters never aggregate evaluations on the fly.
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.SUCCEEDED)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.SUCCEEDED)
     # passed, score and alignment_score are human-adjusted: the judge's result until a reviewer
     # labels or overrides a verdict or an alignment dimension, then the result recomputed with
     # those labels (reviews/services/refresh.py); the judge's own result stays on Evaluation.
@@ -211,7 +215,7 @@ class Evaluation(models.Model):
     # Judged for human-review calibration (a golden-set run or a consistency check, see
     # reviews.services): never the run's current result and never counted in its status.
     calibration = models.BooleanField(default=False)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     attempts = models.PositiveIntegerField(default=0)
     lease_token = models.UUIDField(null=True, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
@@ -431,5 +435,6 @@ class AlignmentBreakdown(models.Model):
 
 
 # OpenTelemetry ingest's staged spans and service defaults live with their code (runs/otel/).
+from .models_budget import BudgetCounter, BudgetHold, JudgeBudget  # noqa: E402,F401
 from .models_compare import Comparison, ComparisonPurpose, GateState  # noqa: E402,F401
 from .otel.models import OtelServiceRubric, OtelSpan  # noqa: E402,F401
