@@ -78,6 +78,11 @@ def _row(values: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _named(row: dict[str, Any]) -> dict[str, Any]:
+    row["rubric_name"] = row.pop("rubric__name")
+    return row
+
+
 def usage_report(*, team: Team, start: date | None = None, end: date | None = None) -> UsageReport:
     first, last = usage_range(start, end)
     since = datetime.combine(first, time.min, tzinfo=UTC)
@@ -99,6 +104,6 @@ def usage_report(*, team: Team, start: date | None = None, end: date | None = No
         start=first,
         end=last,
         days=[_row(dict(r)) for r in days],
-        rubrics=[_row({**r, "rubric_name": r.pop("rubric__name")}) for r in rubrics],
+        rubrics=[_row(_named(dict(r))) for r in rubrics],
         models=[_row(dict(r)) for r in models],
     )
