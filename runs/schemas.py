@@ -18,7 +18,7 @@ from .payloads import CriterionIn, RunPayload
 from .scoring.trajectory import tool_names
 from .services.bulk import MAX_BULK_RUNS
 
-StatusChoice = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+StatusChoice = Literal["queued", "running", "succeeded", "failed", "cancelled", "over_budget"]
 AlignmentChoice = Literal["off", "user", "system", "both"]
 JudgeViewChoice = Literal["final", "conversation", "trajectory"]
 

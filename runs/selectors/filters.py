@@ -21,7 +21,7 @@ from ..models import (
 
 DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
-StatusChoice = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+StatusChoice = Literal["queued", "running", "succeeded", "failed", "cancelled", "over_budget"]
 
 
 class RunFilterError(FieldErrors):

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from runs.models import Evaluation
 from runs.services import evaluation_execute
+from runs.services.budget import budget_update
 from tests.api_client import assert_error, field_locs
 
 
@@ -110,3 +111,16 @@ def test_the_longest_range_is_accepted(api):
     response = api.get("/usage", start=start.isoformat(), end=end.isoformat())
 
     assert response.status_code == 200 and response.json()["start"] == start.isoformat()
+
+
+def test_a_run_waiting_over_budget_reads_as_over_budget_and_filters_by_it(
+    api, team, fake_judge, make_rubric, make_run
+):
+    budget_update(team=team, daily_tokens=0)
+    waiting = judged_run(make_run, make_rubric())
+
+    run = api.get(f"/runs/{waiting.run_id}").json()
+    listed = api.get("/runs", status="over_budget").json()
+
+    assert run["status"] == "over_budget"
+    assert [r["id"] for r in listed["items"]] == [str(waiting.run_id)]
