@@ -26,8 +26,7 @@ from typing import Any, Protocol
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q, Sum
-from django.db.models.lookups import LessThan
+from django.db.models import F, Q, Sum, Value
 from django.utils import timezone
 
 from evalsite.errors import FieldErrors
@@ -35,7 +34,7 @@ from teams.models import Team
 
 from ..models import AgentRun, Evaluation, Status
 from ..models_budget import LIMIT_FIELDS, BudgetCounter, BudgetHold, BudgetPeriod, JudgeBudget
-from .estimates import evaluation_plan
+from .estimates import ANSWER_TOKENS_OVERHEAD, CHARS_PER_TOKEN
 from .evaluations import _publish
 from .run_state import runs_refresh
 
@@ -152,29 +151,39 @@ def budget_admit(claims: Sequence[Claimed]) -> Admission | None:
 
 
 def _estimate(claim: Claimed) -> int:
-    """The tokens the claim's calls will take (runs.services.estimates, as the rate limiter)."""
-    plan = claim.plan
-    try:
-        return evaluation_plan(claim.evaluation, plan.judge, plan.criteria, plan.reuse).tokens
-    except Exception:  # noqa: BLE001 - an estimate only sizes the reservation
-        logger.exception("no estimate for evaluation %s", claim.evaluation.id)
-        return 0
+    """The tokens the claim's calls will likely take: what the team's evaluations took on
+    average lately in this process, else a quarter of the run's characters per call (cheap on
+    purpose: the bound on an overrun is the calls in flight, whatever the estimate)."""
+    average = _tokens_per_evaluation.get(claim.evaluation.team_id)
+    if average is not None:
+        return average
+    run = claim.evaluation.run
+    chars = len(run.task_text) + len(run.system_text) + len(run.output_text)
+    return chars // CHARS_PER_TOKEN + ANSWER_TOKENS_OVERHEAD
 
 
-# team id -> USD per token of its last settled calls of known cost: sizes USD reservations.
+# team id -> USD per token of its last settled calls of known cost: sizes USD reservations;
+# team id -> tokens per evaluation of its last settled message: sizes token reservations.
 _usd_per_token: dict[Any, float] = {}
+_tokens_per_evaluation: dict[Any, int] = {}
 
 
 def _reserve(budget: JudgeBudget, tokens: int, now: datetime) -> BudgetHold | None:
+    """Reserve on the day and the month counter at once, if both are below their limits."""
     starts = period_starts(now)
     team_id = budget.team_id
     usd = tokens * _usd_per_token.get(team_id, 0.0)
     with transaction.atomic():
-        for period in (BudgetPeriod.DAY, BudgetPeriod.MONTH):  # always this order: no deadlock
-            key = (team_id, period, starts[period])
-            if not _take(key, tokens, usd, *budget.limits(period)):
-                transaction.set_rollback(True)
-                return None
+        for _ in range(2):
+            taken = _below_limits(budget, starts).update(
+                reserved_tokens=F("reserved_tokens") + tokens,
+                reserved_usd=F("reserved_usd") + usd,
+            )
+            if taken == 2 or not _counters_missing(team_id, starts):
+                break
+        if taken != 2:  # one limit is reached (or both): undo the other period's reservation
+            transaction.set_rollback(True)
+            return None
         return BudgetHold.objects.create(
             team_id=team_id,
             day=starts[BudgetPeriod.DAY],
@@ -185,30 +194,33 @@ def _reserve(budget: JudgeBudget, tokens: int, now: datetime) -> BudgetHold | No
         )
 
 
-def _take(
-    key: tuple[Any, str, date],
-    tokens: int,
-    usd: float,
-    max_tokens: int | None,
-    max_usd: float | None,
-) -> bool:
-    """Add the reservation if the counter ``key`` (team id, period, start) is below both
-    limits: one conditional UPDATE (and, the first time in a period, the counter's creation)."""
-    for _ in range(2):
-        row = _counter(*key)
+def _below_limits(budget: JudgeBudget, starts: dict[str, date]) -> Any:
+    """The team's counters of the current day and month, each only if below its limits: one
+    conditional UPDATE of these rows is the admission."""
+    periods = Q()
+    for period, starts_on in starts.items():
+        match = Q(period=period, starts_on=starts_on)
+        max_tokens, max_usd = budget.limits(period)
         if max_tokens is not None:
-            row = row.filter(LessThan(F("tokens") + F("reserved_tokens"), max_tokens))
+            match &= Q(tokens__lt=Value(max_tokens) - F("reserved_tokens"))
         if max_usd is not None:
-            row = row.filter(LessThan(F("usd") + F("reserved_usd"), max_usd))
-        added = row.update(
-            reserved_tokens=F("reserved_tokens") + tokens, reserved_usd=F("reserved_usd") + usd
+            match &= Q(usd__lt=Value(max_usd) - F("reserved_usd"))
+        periods |= match
+    return BudgetCounter.objects.filter(periods, team_id=budget.team_id)
+
+
+def _counters_missing(team_id: Any, starts: dict[str, date]) -> bool:
+    """Make the period counters not made yet (the first admission in a day or month); whether
+    any was missing."""
+    made = set(
+        BudgetCounter.objects.filter(team_id=team_id, starts_on__in=starts.values()).values_list(
+            "period", "starts_on"
         )
-        if added:
-            return True
-        if _counter(*key).exists():
-            return False  # the limit is reached
-        _counter_create(*key)
-    return False
+    )
+    missing = [(p, s) for p, s in starts.items() if (p, s) not in made]
+    for period, starts_on in missing:
+        _counter_create(team_id, period, starts_on)
+    return bool(missing)
 
 
 def _park(claims: Sequence[Claimed]) -> None:
@@ -236,8 +248,10 @@ def budget_settle(admission: Admission) -> None:
     """Give back the reservations and count what the judged evaluations recorded."""
     for hold, ids in admission.holds:
         tokens, usd, priced = 0, 0.0, 0
-        rows = Evaluation.objects.filter(id__in=ids).values_list(
-            "prompt_tokens", "completion_tokens", "cost"
+        rows = list(
+            Evaluation.objects.filter(id__in=ids).values_list(
+                "prompt_tokens", "completion_tokens", "cost"
+            )
         )
         for prompt, completion, cost in rows:
             tokens += prompt + completion
@@ -246,6 +260,8 @@ def budget_settle(admission: Admission) -> None:
                 priced += prompt + completion
         if priced:
             _usd_per_token[hold.team_id] = usd / priced
+        if tokens:
+            _tokens_per_evaluation[hold.team_id] = tokens // len(rows)
         _release(hold, tokens=tokens, usd=usd)
 
 
