@@ -333,7 +333,15 @@ EVALSITE_BUDGET_INTERVAL = env_float("EVALSITE_BUDGET_INTERVAL", 60.0)
 # (or per save of a budget); the rest follow on the next runs.
 EVALSITE_BUDGET_RESUME_MAX = env_int("EVALSITE_BUDGET_RESUME_MAX", 500)
 
+# --- Alerts (reviews/services/alerts.py) ----------------------------------------------------
+# Seconds between evaluations of every alert rule (Celery beat).
+EVALSITE_ALERT_INTERVAL = env_float("EVALSITE_ALERT_INTERVAL", 60.0)
+# This deployment's address as people reach it (e.g. https://evals.example.com): alert webhooks
+# link to the runs that caused an alert with it; empty: the links are paths only.
+EVALSITE_PUBLIC_URL = os.environ.get("EVALSITE_PUBLIC_URL", "").rstrip("/")
+
 CELERY_BEAT_SCHEDULE = {
+    "alerts": {"task": "reviews.tasks.alerts_evaluate", "schedule": EVALSITE_ALERT_INTERVAL},
     "sweep-evaluations": {"task": "runs.tasks.sweep", "schedule": EVALSITE_SWEEP_INTERVAL},
     "judge-budgets": {"task": "runs.tasks.budgets_tick", "schedule": EVALSITE_BUDGET_INTERVAL},
     "sweep-otel-spans": {"task": "runs.tasks.otel_sweep", "schedule": EVALSITE_SWEEP_INTERVAL},
