@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from runs.models import AgentRun, BudgetCounter, BudgetHold, Evaluation, Status
+from runs.models import AgentRun, BatchStatus, BudgetCounter, BudgetHold, Evaluation, Status
 from runs.services import evaluation_execute
 from runs.services.budget import (
     BudgetValidationError,
@@ -19,6 +19,7 @@ from runs.services.budget import (
     budgets_resume,
 )
 from runs.services.execute import evaluation_claim
+from runs.services.rescore import RescoreScope, batch_cancel, batch_create, batch_dispatch
 
 
 def evaluation_of(run) -> Evaluation:
@@ -156,3 +157,28 @@ def test_a_negative_or_non_finite_limit_names_its_field(team, field, value):
         budget_update(team=team, **{field: value})
 
     assert list(refused.value.errors) == [field]
+
+
+def test_a_rescore_batch_pauses_while_its_work_waits_over_budget_and_cancelling_ends_it(
+    fake_judge, team, make_rubric, make_run, settings
+):
+    settings.EVALSITE_BATCH_WINDOW = 2
+    rubric = make_rubric()
+    runs = [make_run(output=f"Refund for order number {i}, thanks") for i in range(5)]
+    budget_update(team=team, daily_tokens=0)
+    batch, _ = batch_create(
+        team=team, rubric=rubric, scope=RescoreScope(runs=tuple(r.pk for r in runs))
+    )
+    batch_dispatch(batch_id=batch.pk)
+    released = Evaluation.objects.filter(batch=batch, held=False)
+    for evaluation in released:
+        assert evaluation_execute(evaluation_id=str(evaluation.id)).status == "over_budget"
+
+    assert batch_dispatch(batch_id=batch.pk) == 0  # the window is full of waiting work
+    assert Evaluation.objects.filter(batch=batch, held=True).count() == 3
+
+    batch = batch_cancel(batch=batch)
+
+    assert batch.status == BatchStatus.CANCELLED and batch.finished_at is not None
+    statuses = set(Evaluation.objects.filter(batch=batch).values_list("status", flat=True))
+    assert statuses == {Status.CANCELLED}
