@@ -26,13 +26,8 @@ from celery import signature
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 
-from runs.scoring.redact import tenant_error
-from runs.services.rescore_webhook import (
-    WebhookFailed,
-    _transport_failure,
-    webhook_refusal,
-    webhook_signature,
-)
+from runs.scoring.redact import new_ref, tenant_error
+from runs.services.rescore_webhook import WebhookFailed, webhook_refusal, webhook_signature
 from teams.services import team_webhook_secret
 
 from ..models_alerts import Alert, AlertDelivery, WebhookFormat
@@ -109,7 +104,7 @@ def alert_deliver(*, alert_id: Any, event: str, attempt: int = 1) -> bool:
             timeout=settings.EVALSITE_WEBHOOK_TIMEOUT, follow_redirects=False,
         )  # fmt: skip
     except httpx.HTTPError as exc:
-        message = _transport_failure(alert, exc)  # type: ignore[arg-type]
+        message = _transport_failure(alert, exc)
         _log(alert, event, attempt, error=message)
         raise WebhookFailed(message) from exc
     if not 200 <= answer.status_code < 300:
@@ -119,6 +114,20 @@ def alert_deliver(*, alert_id: Any, event: str, attempt: int = 1) -> bool:
         raise WebhookFailed(message)
     _log(alert, event, attempt, status=answer.status_code, ok=True)
     return True
+
+
+def _transport_failure(alert: Alert, exc: httpx.HTTPError) -> str:
+    """The kind of failure, never the exception's text (it may name server files); the log
+    line has it under the same ref."""
+    ref = new_ref()
+    logger.warning("alert %s webhook not delivered (ref %s): %r", alert.pk, ref, exc)
+    if isinstance(exc, httpx.TimeoutException):
+        kind = f"no answer within {settings.EVALSITE_WEBHOOK_TIMEOUT:g}s"
+    elif isinstance(exc, httpx.ConnectError):
+        kind = "could not connect to the receiver"
+    else:
+        kind = "the request failed"
+    return f"{kind} (ref {ref})"
 
 
 def _log(

@@ -4,13 +4,18 @@ concurrent workers overrun it by at most the calls they have in flight."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Sum
+from django.utils import timezone
 
 from runs.models import BudgetCounter, BudgetHold, Evaluation, Status
 from runs.payloads import RunPayload
-from runs.services.budget import budget_update
+from runs.services import evaluations_sweep
+from runs.services.budget import budget_holds_expire, budget_update
 from runs.services.ingest import runs_ingest_many
 from tests.conftest import FAKE_MODEL, run_payload, wait_for
 
@@ -147,3 +152,35 @@ def test_a_50000_token_daily_budget_stops_the_worker_within_one_batch_and_a_rais
         message="every evaluation judged after the raise",
     )
     assert done == {Status.SUCCEEDED: count}
+
+
+def test_a_killed_workers_reservation_is_given_back_and_its_evaluations_are_judged_later(
+    start_worker, transactional_db, fake_judge, team, make_rubric
+):
+    fake_judge.set_latency(30.0)  # the worker is killed mid-call
+    worker = start_worker(concurrency=1, **_judge_env(fake_judge, EVALSITE_TASK_BATCH="4"))
+    rubric = make_rubric()
+    budget_update(team=team, daily_tokens=1_000_000)
+    _bulk(team, rubric, 4)
+    wait_for(lambda: BudgetHold.objects.filter(team=team).exists(), timeout=60,
+             message="the worker's reservation")  # fmt: skip
+    worker.kill()
+    day = BudgetCounter.objects.get(team=team, period="day")
+    assert day.reserved_tokens > 0
+
+    later = timezone.now() + timedelta(seconds=settings.EVALSITE_LEASE_SECONDS + 1)
+    claimed = Evaluation.objects.filter(team=team, status=Status.RUNNING).count()
+    assert budget_holds_expire(now=later) == 1
+    assert claimed and evaluations_sweep(now=later).expired == claimed  # re-queued
+
+    day.refresh_from_db()
+    assert day.reserved_tokens == 0 and day.tokens == 0
+    fake_judge.set_latency(0.0)
+    start_worker(concurrency=2, **_judge_env(fake_judge))
+    done = wait_for(
+        lambda: (c := _settled(team)) and c.get(Status.SUCCEEDED) == 4 and c,
+        timeout=120, message="the evaluations judged by a new worker",
+    )  # fmt: skip
+    assert done == {Status.SUCCEEDED: 4}
+    day.refresh_from_db()
+    assert day.tokens == _used(team) > 0 and day.reserved_tokens == 0
