@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q, Sum, Value
+from django.db.models import F, Sum
 from django.utils import timezone
 
 from evalsite.errors import FieldErrors
@@ -34,6 +34,7 @@ from teams.models import Team
 
 from ..models import AgentRun, Evaluation, Status
 from ..models_budget import LIMIT_FIELDS, BudgetCounter, BudgetHold, BudgetPeriod, JudgeBudget
+from .budget_sql import Held, counters_reserve, evaluations_usage, hold_insert, hold_release
 from .estimates import ANSWER_TOKENS_OVERHEAD, CHARS_PER_TOKEN
 from .evaluations import _publish
 from .run_state import runs_refresh
@@ -64,7 +65,7 @@ class Admission:
     to settle once they are written."""
 
     admitted: list[bool]
-    holds: list[tuple[BudgetHold, list[uuid.UUID]]] = field(default_factory=list)
+    holds: list[tuple[Held, list[uuid.UUID]]] = field(default_factory=list)
 
 
 # --- Periods and counters --------------------------------------------------------------------
@@ -116,14 +117,6 @@ def _counter_row(team_id: Any, period: str, starts_on: date) -> BudgetCounter:
     return found
 
 
-def _held_counters(hold: BudgetHold) -> Any:
-    return BudgetCounter.objects.filter(
-        Q(period=BudgetPeriod.DAY, starts_on=hold.day)
-        | Q(period=BudgetPeriod.MONTH, starts_on=hold.month),
-        team_id=hold.team_id,
-    )
-
-
 # --- Admission (the worker's hot path) -------------------------------------------------------
 
 
@@ -168,45 +161,24 @@ _usd_per_token: dict[Any, float] = {}
 _tokens_per_evaluation: dict[Any, int] = {}
 
 
-def _reserve(budget: JudgeBudget, tokens: int, now: datetime) -> BudgetHold | None:
+def _reserve(budget: JudgeBudget, tokens: int, now: datetime) -> Held | None:
     """Reserve on the day and the month counter at once, if both are below their limits."""
     starts = period_starts(now)
+    day, month = starts[BudgetPeriod.DAY], starts[BudgetPeriod.MONTH]
     team_id = budget.team_id
     usd = tokens * _usd_per_token.get(team_id, 0.0)
+    limits = {p: budget.limits(p) for p in starts}
     with transaction.atomic():
         for _ in range(2):
-            taken = _below_limits(budget, starts).update(
-                reserved_tokens=F("reserved_tokens") + tokens,
-                reserved_usd=F("reserved_usd") + usd,
-            )
+            taken = counters_reserve(team_id, day, month, limits, tokens, usd)
             if taken == 2 or not _counters_missing(team_id, starts):
                 break
         if taken != 2:  # one limit is reached (or both): undo the other period's reservation
             transaction.set_rollback(True)
             return None
-        return BudgetHold.objects.create(
-            team_id=team_id,
-            day=starts[BudgetPeriod.DAY],
-            month=starts[BudgetPeriod.MONTH],
-            tokens=tokens,
-            usd=usd,
-            expires_at=now + timedelta(seconds=settings.EVALSITE_LEASE_SECONDS),
-        )
-
-
-def _below_limits(budget: JudgeBudget, starts: dict[str, date]) -> Any:
-    """The team's counters of the current day and month, each only if below its limits: one
-    conditional UPDATE of these rows is the admission."""
-    periods = Q()
-    for period, starts_on in starts.items():
-        match = Q(period=period, starts_on=starts_on)
-        max_tokens, max_usd = budget.limits(period)
-        if max_tokens is not None:
-            match &= Q(tokens__lt=Value(max_tokens) - F("reserved_tokens"))
-        if max_usd is not None:
-            match &= Q(usd__lt=Value(max_usd) - F("reserved_usd"))
-        periods |= match
-    return BudgetCounter.objects.filter(periods, team_id=budget.team_id)
+        held = Held(uuid.uuid4(), team_id, day, month, tokens, usd)
+        hold_insert(held, now + timedelta(seconds=settings.EVALSITE_LEASE_SECONDS))
+    return held
 
 
 def _counters_missing(team_id: Any, starts: dict[str, date]) -> bool:
@@ -248,11 +220,7 @@ def budget_settle(admission: Admission) -> None:
     """Give back the reservations and count what the judged evaluations recorded."""
     for hold, ids in admission.holds:
         tokens, usd, priced = 0, 0.0, 0
-        rows = list(
-            Evaluation.objects.filter(id__in=ids).values_list(
-                "prompt_tokens", "completion_tokens", "cost"
-            )
-        )
+        rows = evaluations_usage(ids)
         for prompt, completion, cost in rows:
             tokens += prompt + completion
             if cost is not None:
@@ -265,20 +233,11 @@ def budget_settle(admission: Admission) -> None:
         _release(hold, tokens=tokens, usd=usd)
 
 
-def _release(hold: BudgetHold, *, tokens: int = 0, usd: float = 0.0) -> bool:
+def _release(hold: Held | BudgetHold, *, tokens: int = 0, usd: float = 0.0) -> bool:
     """Delete the hold and take its reservation off its counters (once: a hold the expiry
     already gave back is not given back again); add ``tokens`` and ``usd`` as used."""
     with transaction.atomic():
-        released = BudgetHold.objects.filter(pk=hold.pk).delete()[0] > 0
-        if not released and not (tokens or usd):
-            return False
-        _held_counters(hold).update(
-            tokens=F("tokens") + tokens,
-            usd=F("usd") + usd,
-            reserved_tokens=F("reserved_tokens") - (hold.tokens if released else 0),
-            reserved_usd=F("reserved_usd") - (hold.usd if released else 0.0),
-        )
-    return released
+        return hold_release(hold, tokens, usd)
 
 
 # --- Beat: expiry and resuming ---------------------------------------------------------------
