@@ -325,8 +325,25 @@ EVALSITE_OTEL_ASSEMBLE_DELAY = env_float("EVALSITE_OTEL_ASSEMBLE_DELAY", 2.0)
 # ones (so a retried export stores nothing twice).
 EVALSITE_OTEL_SPAN_TTL_HOURS = env_float("EVALSITE_OTEL_SPAN_TTL_HOURS", 24.0)
 
+# --- Judge budgets (runs/services/budget.py) -----------------------------------------------
+# Seconds between runs of the budget beat task: expired reservations are given back and
+# over-budget evaluations of teams with room again (a new day or month) are queued.
+EVALSITE_BUDGET_INTERVAL = env_float("EVALSITE_BUDGET_INTERVAL", 60.0)
+# At most this many over-budget evaluations per team are queued again per run of that task
+# (or per save of a budget); the rest follow on the next runs.
+EVALSITE_BUDGET_RESUME_MAX = env_int("EVALSITE_BUDGET_RESUME_MAX", 500)
+
+# --- Alerts (reviews/services/alerts.py) ----------------------------------------------------
+# Seconds between evaluations of every alert rule (Celery beat).
+EVALSITE_ALERT_INTERVAL = env_float("EVALSITE_ALERT_INTERVAL", 60.0)
+# This deployment's address as people reach it (e.g. https://evals.example.com): alert webhooks
+# link to the runs that caused an alert with it; empty: the links are paths only.
+EVALSITE_PUBLIC_URL = os.environ.get("EVALSITE_PUBLIC_URL", "").rstrip("/")
+
 CELERY_BEAT_SCHEDULE = {
+    "alerts": {"task": "reviews.tasks.alerts_evaluate", "schedule": EVALSITE_ALERT_INTERVAL},
     "sweep-evaluations": {"task": "runs.tasks.sweep", "schedule": EVALSITE_SWEEP_INTERVAL},
+    "judge-budgets": {"task": "runs.tasks.budgets_tick", "schedule": EVALSITE_BUDGET_INTERVAL},
     "sweep-otel-spans": {"task": "runs.tasks.otel_sweep", "schedule": EVALSITE_SWEEP_INTERVAL},
 }
 

@@ -344,3 +344,7 @@ class CalibrationItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.calibration_id}: {self.run_id} #{self.repeat}"
+
+
+# Alerts live with their code (reviews.services.alerts).
+from .models_alerts import Alert, AlertDelivery, AlertKind, AlertRule, WebhookFormat  # noqa: E402,F401

@@ -2,11 +2,18 @@ from django.urls import path
 
 from rubrics.views import compare as views_compare
 
-from . import views
+from . import views, views_alerts
 
 app_name = "reviews"
 
 urlpatterns = [
+    path("alerts/", views_alerts.alerts, name="alerts"),
+    path("alerts/rules/", views_alerts.alert_rule_new, name="alert_rule_new"),
+    path(
+        "alerts/rules/<uuid:rule_id>/delete/",
+        views_alerts.alert_rule_remove,
+        name="alert_rule_delete",
+    ),
     path("<uuid:rubric_id>/", views.queue, name="queue"),
     path("<uuid:rubric_id>/next/", views.queue_next, name="next"),
     path("<uuid:rubric_id>/runs/<uuid:run_id>/", views.review, name="review"),

@@ -20,9 +20,13 @@ class Status(models.TextChoices):
     NOT_SAMPLED = "not_sampled", "Not sampled"
     # Nothing could be judged (no criteria anywhere, alignment off): never a success.
     NOTHING_TO_JUDGE = "nothing_to_judge", "Nothing to judge"
+    # The team's judge budget is reached: waits, and is queued again when there is room
+    # (runs.services.budget). Never a failure.
+    OVER_BUDGET = "over_budget", "Over budget"
 
 
-PENDING_STATUSES = (Status.QUEUED, Status.RUNNING)
+# Not ended yet: over-budget evaluations count, so a re-score batch pauses on them.
+PENDING_STATUSES = (Status.QUEUED, Status.RUNNING, Status.OVER_BUDGET)
 FINAL_STATUSES = (
     Status.SUCCEEDED,
     Status.FAILED,
@@ -448,5 +452,6 @@ class AlignmentBreakdown(models.Model):
 
 
 # OpenTelemetry ingest's staged spans and service defaults live with their code (runs/otel/).
+from .models_budget import BudgetCounter, BudgetHold, JudgeBudget  # noqa: E402,F401
 from .models_compare import Comparison, ComparisonPurpose, GateState  # noqa: E402,F401
 from .otel.models import OtelServiceRubric, OtelSpan  # noqa: E402,F401

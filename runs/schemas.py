@@ -22,7 +22,14 @@ from .selectors.evaluations import Scored
 from .services.bulk import MAX_BULK_RUNS
 
 StatusChoice = Literal[
-    "queued", "running", "succeeded", "failed", "cancelled", "not_sampled", "nothing_to_judge"
+    "queued",
+    "running",
+    "succeeded",
+    "failed",
+    "cancelled",
+    "not_sampled",
+    "nothing_to_judge",
+    "over_budget",
 ]
 AlignmentChoice = Literal["off", "user", "system", "both"]
 JudgeViewChoice = Literal["final", "conversation", "trajectory"]

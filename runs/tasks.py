@@ -8,6 +8,7 @@ from teams.models import Team
 
 from .otel.services import ASSEMBLE_TASK, otel_sweep, otel_trace_assemble
 from .services import evaluations_sweep
+from .services.budget import budget_holds_expire, budgets_resume
 from .services.evaluations import EVALUATE_MANY_TASK, EVALUATE_TASK
 from .services.fair import evaluations_execute_fairly
 from .services.rescore_dispatch import BATCH_WEBHOOK_TASK
@@ -60,6 +61,13 @@ def sweep() -> dict:
         "resent": report.resent,
         "dispatched": report.dispatched,
     }
+
+
+@shared_task(name="runs.tasks.budgets_tick", ignore_result=True, time_limit=120)
+def budgets_tick() -> dict:
+    """Judge budgets: give back reservations of dead workers, then queue over-budget work of
+    teams with room again (a new day or month; a raised budget already did at its save)."""
+    return {"released": budget_holds_expire(), "resumed": budgets_resume()}
 
 
 @shared_task(

@@ -22,6 +22,7 @@ from . import selectors
 from .forms import RescoreForm, RunFilterForm
 from .models import FINAL_STATUSES, AgentRun, RescoreBatch
 from .selectors import RunFilterError, RunFilters
+from .services.budget import budget_usage
 from .services.rescore import (
     RescoreScope,
     RescoreValidationError,
@@ -52,6 +53,7 @@ def home(request: TeamRequest) -> HttpResponse:
         "status_max": max((n for _, n in o.statuses), default=0),
         "band_max": max((n for _, n in o.bands), default=0),
         "failed_total": o.judged_total - o.passed_total,
+        "budget_periods": budget_usage(team=request.team),
     }
     return render(request, "runs/home.html", context)
 

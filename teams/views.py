@@ -17,6 +17,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from evalsite.errors import page_message
+from runs.services.budget import BudgetValidationError, budget_for, budget_update, budget_usage
 
 from .access import (
     TeamRequest,
@@ -124,6 +125,15 @@ class TeamSettingsForm(forms.Form):
         }
 
 
+class BudgetForm(forms.Form):
+    """The team's judge budget: each limit optional (empty: no limit)."""
+
+    daily_tokens = forms.IntegerField(label="Tokens per day", required=False, min_value=0)
+    daily_usd = forms.FloatField(label="USD per day", required=False, min_value=0)
+    monthly_tokens = forms.IntegerField(label="Tokens per month", required=False, min_value=0)
+    monthly_usd = forms.FloatField(label="USD per month", required=False, min_value=0)
+
+
 class ConnectionForm(forms.Form):
     """A judge connection. The key field is write-only: never filled in from the stored key."""
 
@@ -203,6 +213,11 @@ def _settings_page(request: TeamRequest, *, status: int = 200, **context: Any) -
         "settings_form", TeamSettingsForm(initial=TeamSettingsForm.initial_for(team))
     )
     context["keys"] = api_keys_list(team=team).select_related("created_by")
+    context["budget"] = budget = budget_for(team=team)
+    context["budget_periods"] = budget_usage(team=team)
+    context.setdefault(
+        "budget_form", BudgetForm(initial={f: getattr(budget, f) for f in BudgetForm.base_fields})
+    )
     response = render(request, "teams/settings.html", context, status=status)
     if context.keys() & {"new_key", "new_connection", "new_webhook_secret"}:
         add_never_cache_headers(response)  # the secret is shown once and must not be cached
@@ -230,6 +245,22 @@ def team_settings_save(request: TeamRequest) -> HttpResponse:
             messages.success(request, "Team settings saved.")
             return redirect("team_settings")
     return _settings_page(request, settings_form=form)
+
+
+@editor_required
+@require_POST
+def team_budget_save(request: TeamRequest) -> HttpResponse:
+    form = BudgetForm(request.POST)
+    if form.is_valid():
+        try:
+            budget_update(team=request.team, **form.cleaned_data)
+        except BudgetValidationError as exc:
+            for field, message in exc.errors.items():
+                form.add_error(field if field in form.fields else None, message)
+        else:
+            messages.success(request, "Judge budget saved.")
+            return redirect("team_settings")
+    return _settings_page(request, budget_form=form, status=422)
 
 
 @editor_required

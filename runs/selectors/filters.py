@@ -22,7 +22,14 @@ from ..models import (
 DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 StatusChoice = Literal[
-    "queued", "running", "succeeded", "failed", "cancelled", "not_sampled", "nothing_to_judge"
+    "queued",
+    "running",
+    "succeeded",
+    "failed",
+    "cancelled",
+    "not_sampled",
+    "nothing_to_judge",
+    "over_budget",
 ]
 
 

@@ -30,6 +30,7 @@ from runs.scoring.redact import internal_error, new_ref, tenant_error
 
 from ..models import AgentRun, Evaluation, Kind, Status
 from ..ratelimit import judge_admit, limit_for
+from .budget import budget_admit, budget_settle
 from .estimates import evaluation_plan
 from .evaluations import evaluation_publish_later, evaluations_enqueue
 from .groupcommit import GroupCommit
@@ -41,7 +42,8 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Outcome:
-    status: str  # "skipped", "succeeded", "failed", "retrying", "deferred", "lost_lease"
+    # "skipped", "succeeded", "failed", "retrying", "deferred", "lost_lease", "over_budget"
+    status: str
     retry_in: float | None = None
 
 
@@ -163,6 +165,21 @@ def _hand_back(evaluations: list[Evaluation], token: uuid.UUID) -> None:
 
 
 def _execute(claims: list[Claim]) -> list[Outcome]:
+    """Judge the claims the teams' judge budgets admit (runs.services.budget); the others
+    wait as over budget."""
+    admission = budget_admit(claims)
+    if admission is None:
+        return _judge_and_write(claims)
+    try:
+        done = iter(
+            _judge_and_write([c for c, ok in zip(claims, admission.admitted, strict=True) if ok])
+        )
+    finally:
+        budget_settle(admission)
+    return [next(done) if ok else Outcome("over_budget") for ok in admission.admitted]
+
+
+def _judge_and_write(claims: list[Claim]) -> list[Outcome]:
     outcomes: dict[int, Outcome] = {}
     judging: list[tuple[int, Claim]] = []
     for i, claim in enumerate(claims):

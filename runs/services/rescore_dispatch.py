@@ -127,7 +127,9 @@ def batch_cancel(*, batch: RescoreBatch) -> RescoreBatch:
 
 
 def _cancel_queued(batch_id: Any, now: datetime) -> int:
-    queued = Evaluation.objects.filter(batch_id=batch_id, status=Status.QUEUED)
+    # Work waiting over the judge budget is not started either: it is cancelled too.
+    waiting = [Status.QUEUED, Status.OVER_BUDGET]
+    queued = Evaluation.objects.filter(batch_id=batch_id, status__in=waiting)
     rows = list(queued.values_list("id", "run_id"))
     cancelled = queued.update(
         status=Status.CANCELLED, held=False, not_before=None, finished_at=now,

@@ -106,6 +106,8 @@ def _run_status(evaluations: list[dict[str, Any]]) -> str:
         return Status.RUNNING
     if Status.QUEUED in statuses:
         return Status.QUEUED
+    if Status.OVER_BUDGET in statuses:
+        return Status.OVER_BUDGET
     newest: dict[tuple, str] = {}
     for e in evaluations:  # newest first
         if e["status"] != Status.CANCELLED:

@@ -87,6 +87,13 @@ def _connections_team_and_otel(c) -> None:
     assert c.get_team_settings()["confirm_tokens_above"] == 200_000
     assert c.set_otel_service("support-agent", "support")[0]["rubric"]["slug"] == "support"
     assert c.list_otel_services()[0]["service_name"] == "support-agent"
+    assert c.set_budget(daily_tokens=10_000_000)["daily_tokens"] == 10_000_000
+    assert c.get_budget()["usage"][0]["token_limit"] == 10_000_000
+    assert c.get_usage(start="2026-01-01", end="2026-01-31")["days"] == []
+    rule = c.create_alert_rule("budget", 80)
+    assert [r["id"] for r in c.list_alert_rules()] == [rule["id"]]
+    assert c.list_alerts() == []
+    c.delete_alert_rule(rule["id"])
 
 
 def _runs_and_scoring(c) -> str:

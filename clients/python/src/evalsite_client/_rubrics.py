@@ -141,3 +141,50 @@ class RubricsMixin(BaseClient):
         """The default rubric of spans from ``service_name`` (None removes it)."""
         payload = {"service_name": service_name, "rubric": rubric}
         return cast(list[OtelService], self._json("runs_api_otel_set_service", json=payload))
+
+    # --- Judge budget and usage (docs/budgets.md) ------------------------------------------------
+
+    def get_budget(self) -> dict[str, Any]:
+        """The team's judge budget (four limits, None: no limit) and its usage this day/month."""
+        return cast(dict[str, Any], self._json("runs_api_usage_budget_get"))
+
+    def set_budget(
+        self,
+        *,
+        daily_tokens: int | None = None,
+        daily_usd: float | None = None,
+        monthly_tokens: int | None = None,
+        monthly_usd: float | None = None,
+    ) -> dict[str, Any]:
+        """Set all four limits at once (None: no limit); over-budget work resumes if there is
+        room."""
+        payload = {
+            "daily_tokens": daily_tokens,
+            "daily_usd": daily_usd,
+            "monthly_tokens": monthly_tokens,
+            "monthly_usd": monthly_usd,
+        }
+        return cast(dict[str, Any], self._json("runs_api_usage_budget_put", json=payload))
+
+    def get_usage(self, *, start: str | None = None, end: str | None = None) -> dict[str, Any]:
+        """Judge usage per day, rubric and judge model from ``start`` to ``end`` (ISO dates)."""
+        params = {k: v for k, v in {"start": start, "end": end}.items() if v is not None}
+        return cast(dict[str, Any], self._json("runs_api_usage_usage_get", params=params))
+
+    # --- Alerts (docs/alerts.md) ---------------------------------------------------------------
+
+    def list_alert_rules(self) -> list[dict[str, Any]]:
+        return cast(list[dict[str, Any]], self._json("reviews_api_alerts_rules_list"))
+
+    def create_alert_rule(self, kind: str, threshold: float, **fields: Any) -> dict[str, Any]:
+        """A rule: ``kind``, ``threshold`` and ``rubric``, ``criterion_key``, ``window_hours``,
+        ``cooldown_minutes``, ``webhook_url``, ``webhook_format`` as the API takes them."""
+        payload = body(kind=kind, threshold=threshold, **fields)
+        return cast(dict[str, Any], self._json("reviews_api_alerts_rule_create", json=payload))
+
+    def delete_alert_rule(self, rule_id: str) -> None:
+        self._request("reviews_api_alerts_rule_delete", {"rule_id": rule_id})
+
+    def list_alerts(self) -> list[dict[str, Any]]:
+        """The newest alerts, open and resolved, with their webhook delivery log."""
+        return cast(list[dict[str, Any]], self._json("reviews_api_alerts_alerts_get"))

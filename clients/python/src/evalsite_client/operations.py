@@ -111,6 +111,19 @@ OPERATIONS: dict[str, Operation] = {
         "publish_version",
         idempotent=False,
     ),
+    # Judge budget and usage
+    "runs_api_usage_budget_get": _op("GET", "/api/team/budget", "get_budget"),
+    "runs_api_usage_budget_put": _op("PUT", "/api/team/budget", "set_budget"),
+    "runs_api_usage_usage_get": _op("GET", "/api/usage", "get_usage"),
+    # Alerts
+    "reviews_api_alerts_rules_list": _op("GET", "/api/alerts/rules", "list_alert_rules"),
+    "reviews_api_alerts_rule_create": _op(
+        "POST", "/api/alerts/rules", "create_alert_rule", idempotent=False
+    ),
+    "reviews_api_alerts_rule_delete": _op(
+        "DELETE", "/api/alerts/rules/{rule_id}", "delete_alert_rule"
+    ),
+    "reviews_api_alerts_alerts_get": _op("GET", "/api/alerts", "list_alerts"),
     # OpenTelemetry: the services' default rubrics (the OTLP receiver itself is for exporters)
     "runs_api_otel_list_services": _op("GET", "/api/otel/services", "list_otel_services"),
     "runs_api_otel_set_service": _op("PUT", "/api/otel/services", "set_otel_service"),

@@ -1,0 +1,392 @@
+"""Judge budgets: admit a worker's claimed evaluations against the team's budget, settle the
+usage they recorded, and queue over-budget evaluations again when there is room.
+
+The rule: a team may start judging while its settled usage plus what is reserved for the calls
+in flight is below every limit it set (daily and monthly, tokens and USD, UTC periods). One
+message's evaluations are admitted or refused together, with one conditional UPDATE per
+period counter (``budget_counter_one_per_period``), so concurrent workers see each other's
+reservations and a budget is overrun by at most the calls in flight. Refused evaluations wait
+as ``over_budget`` (never failed); ``budgets_resume`` (the budget beat task, and every save of
+a budget) queues them again once there is room. A reservation (``BudgetHold``) expires with
+the lease of the evaluations it covers: a killed worker's is given back by ``budget_holds_expire``.
+
+Usage is counted from the evaluations' recorded ``prompt_tokens``, ``completion_tokens`` and
+``cost``; a call whose cost litellm does not know adds tokens but nothing to the USD figure.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any, Protocol
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F, Sum
+from django.utils import timezone
+
+from evalsite.errors import FieldErrors
+from teams.models import Team
+
+from ..models import AgentRun, Evaluation, Status
+from ..models_budget import LIMIT_FIELDS, BudgetCounter, BudgetHold, BudgetPeriod, JudgeBudget
+from .budget_sql import Held, counters_reserve, evaluations_usage, hold_insert, hold_release
+from .estimates import ANSWER_TOKENS_OVERHEAD, CHARS_PER_TOKEN
+from .evaluations import _publish
+from .run_state import runs_refresh
+
+logger = logging.getLogger(__name__)
+
+
+class BudgetValidationError(FieldErrors):
+    pass
+
+
+class Claimed(Protocol):
+    """What runs.services.execute.Claim offers: the claimed row, its lease token, its plan."""
+
+    @property
+    def evaluation(self) -> Evaluation: ...
+
+    @property
+    def token(self) -> uuid.UUID: ...
+
+    @property
+    def plan(self) -> Any: ...
+
+
+@dataclass
+class Admission:
+    """Which claims may be judged (the others are already parked over budget), and the holds
+    to settle once they are written."""
+
+    admitted: list[bool]
+    holds: list[tuple[Held, list[uuid.UUID]]] = field(default_factory=list)
+
+
+# --- Periods and counters --------------------------------------------------------------------
+
+
+def period_starts(now: datetime) -> dict[str, date]:
+    today = now.astimezone(UTC).date()
+    return {BudgetPeriod.DAY: today, BudgetPeriod.MONTH: today.replace(day=1)}
+
+
+def period_bounds(period: str, starts_on: date) -> tuple[datetime, datetime]:
+    start = datetime.combine(starts_on, time.min, tzinfo=UTC)
+    if period == BudgetPeriod.DAY:
+        return start, start + timedelta(days=1)
+    following = (starts_on.replace(day=28) + timedelta(days=4)).replace(day=1)
+    return start, datetime.combine(following, time.min, tzinfo=UTC)
+
+
+def recorded_usage(team_id: Any, period: str, starts_on: date) -> tuple[int, float]:
+    """(tokens, USD) the team's evaluations that ended in the period recorded."""
+    start, end = period_bounds(period, starts_on)
+    row = Evaluation.objects.filter(
+        team_id=team_id, finished_at__gte=start, finished_at__lt=end
+    ).aggregate(prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens"), usd=Sum("cost"))
+    return (row["prompt"] or 0) + (row["completion"] or 0), row["usd"] or 0.0
+
+
+def _counter_create(team_id: Any, period: str, starts_on: date) -> None:
+    """Make the period's counter with the usage already recorded in it (if nobody has)."""
+    tokens, usd = recorded_usage(team_id, period, starts_on)
+    try:
+        with transaction.atomic():
+            BudgetCounter.objects.create(
+                team_id=team_id, period=period, starts_on=starts_on, tokens=tokens, usd=usd
+            )
+    except IntegrityError:  # another worker made it first
+        pass
+
+
+def _counter(team_id: Any, period: str, starts_on: date) -> Any:
+    return BudgetCounter.objects.filter(team_id=team_id, period=period, starts_on=starts_on)
+
+
+def _counter_row(team_id: Any, period: str, starts_on: date) -> BudgetCounter:
+    found = _counter(team_id, period, starts_on).first()
+    if found is None:
+        _counter_create(team_id, period, starts_on)
+        found = _counter(team_id, period, starts_on).get()
+    return found
+
+
+# --- Admission (the worker's hot path) -------------------------------------------------------
+
+
+def budget_admit(claims: Sequence[Claimed]) -> Admission | None:
+    """Reserve the claims' estimated usage on their teams' budgets; park the claims of a team
+    whose budget is reached as ``over_budget``. None when no claim's team has a budget (one
+    query, nothing reserved)."""
+    team_ids = {c.evaluation.team_id for c in claims}
+    budgets = [b for b in JudgeBudget.objects.filter(team_id__in=team_ids) if b.is_set]
+    if not budgets:
+        return None
+    admission = Admission(admitted=[True] * len(claims))
+    now = timezone.now()
+    for budget in budgets:
+        mine = [i for i, c in enumerate(claims) if c.evaluation.team_id == budget.team_id]
+        tokens = sum(_estimate(claims[i]) for i in mine)
+        hold = _reserve(budget, tokens, now)
+        if hold is None:
+            _park([claims[i] for i in mine])
+            for i in mine:
+                admission.admitted[i] = False
+        else:
+            admission.holds.append((hold, [claims[i].evaluation.id for i in mine]))
+    return admission
+
+
+def _estimate(claim: Claimed) -> int:
+    """The tokens the claim's calls will likely take: what the team's evaluations took on
+    average lately in this process, else a quarter of the run's characters per call (cheap on
+    purpose: the bound on an overrun is the calls in flight, whatever the estimate)."""
+    average = _tokens_per_evaluation.get(claim.evaluation.team_id)
+    if average is not None:
+        return average
+    run = claim.evaluation.run
+    chars = len(run.task_text) + len(run.system_text) + len(run.output_text)
+    return chars // CHARS_PER_TOKEN + ANSWER_TOKENS_OVERHEAD
+
+
+# team id -> USD per token of its last settled calls of known cost: sizes USD reservations;
+# team id -> tokens per evaluation of its last settled message: sizes token reservations.
+_usd_per_token: dict[Any, float] = {}
+_tokens_per_evaluation: dict[Any, int] = {}
+
+
+def _reserve(budget: JudgeBudget, tokens: int, now: datetime) -> Held | None:
+    """Reserve on the day and the month counter at once, if both are below their limits."""
+    starts = period_starts(now)
+    day, month = starts[BudgetPeriod.DAY], starts[BudgetPeriod.MONTH]
+    team_id = budget.team_id
+    usd = tokens * _usd_per_token.get(team_id, 0.0)
+    limits = {p: budget.limits(p) for p in starts}
+    with transaction.atomic():
+        for _ in range(2):
+            taken = counters_reserve(team_id, day, month, limits, tokens, usd)
+            if taken == 2 or not _counters_missing(team_id, starts):
+                break
+        if taken != 2:  # one limit is reached (or both): undo the other period's reservation
+            transaction.set_rollback(True)
+            return None
+        held = Held(uuid.uuid4(), team_id, day, month, tokens, usd)
+        hold_insert(held, now + timedelta(seconds=settings.EVALSITE_LEASE_SECONDS))
+    return held
+
+
+def _counters_missing(team_id: Any, starts: dict[str, date]) -> bool:
+    """Make the period counters not made yet (the first admission in a day or month); whether
+    any was missing."""
+    made = set(
+        BudgetCounter.objects.filter(team_id=team_id, starts_on__in=starts.values()).values_list(
+            "period", "starts_on"
+        )
+    )
+    missing = [(p, s) for p, s in starts.items() if (p, s) not in made]
+    for period, starts_on in missing:
+        _counter_create(team_id, period, starts_on)
+    return bool(missing)
+
+
+def _park(claims: Sequence[Claimed]) -> None:
+    """running → over_budget, under the claims' lease (nothing was asked of the judge, so the
+    attempt does not count)."""
+    ids = [c.evaluation.id for c in claims]
+    tokens = {c.token for c in claims}
+    rubric_of = {c.evaluation.run_id: c.evaluation.run.rubric_id for c in claims}
+    with transaction.atomic():
+        # Lock order: runs, then their evaluations, as every writer does.
+        run_ids = sorted(rubric_of, key=str)
+        list(AgentRun.objects.select_for_update(no_key=True).filter(pk__in=run_ids).values("pk"))
+        Evaluation.objects.filter(id__in=ids, status=Status.RUNNING, lease_token__in=tokens).update(
+            status=Status.OVER_BUDGET,
+            attempts=F("attempts") - 1,
+            lease_token=None,
+            lease_expires_at=None,
+            enqueued_at=None,
+            not_before=None,
+        )
+        runs_refresh(rubric_of)
+
+
+def budget_settle(admission: Admission) -> None:
+    """Give back the reservations and count what the judged evaluations recorded."""
+    for hold, ids in admission.holds:
+        tokens, usd, priced = 0, 0.0, 0
+        rows = evaluations_usage(ids)
+        for prompt, completion, cost in rows:
+            tokens += prompt + completion
+            if cost is not None:
+                usd += cost
+                priced += prompt + completion
+        if priced:
+            _usd_per_token[hold.team_id] = usd / priced
+        if tokens:
+            _tokens_per_evaluation[hold.team_id] = tokens // len(rows)
+        _release(hold, tokens=tokens, usd=usd)
+
+
+def _release(hold: Held | BudgetHold, *, tokens: int = 0, usd: float = 0.0) -> bool:
+    """Delete the hold and take its reservation off its counters (once: a hold the expiry
+    already gave back is not given back again); add ``tokens`` and ``usd`` as used."""
+    with transaction.atomic():
+        return hold_release(hold, tokens, usd)
+
+
+# --- Beat: expiry and resuming ---------------------------------------------------------------
+
+
+def budget_holds_expire(*, now: datetime | None = None) -> int:
+    """Give back the reservations of workers that never settled them (killed mid-call)."""
+    now = now or timezone.now()
+    expired = list(BudgetHold.objects.filter(expires_at__lt=now)[:1000])
+    return sum(_release(hold) for hold in expired)
+
+
+def budget_has_room(budget: JudgeBudget | None, *, now: datetime) -> bool:
+    """Whether the team may start judging now (the admission rule, read without reserving)."""
+    if budget is None or not budget.is_set:
+        return True
+    starts = period_starts(now)
+    rows = {
+        c.period: c
+        for c in BudgetCounter.objects.filter(
+            team_id=budget.team_id, starts_on__in=set(starts.values())
+        )
+        if c.starts_on == starts[c.period]
+    }
+    for period in (BudgetPeriod.DAY, BudgetPeriod.MONTH):
+        max_tokens, max_usd = budget.limits(period)
+        row = rows.get(period)
+        tokens = (row.tokens + row.reserved_tokens) if row else 0
+        usd = (row.usd + row.reserved_usd) if row else 0.0
+        if (max_tokens is not None and tokens >= max_tokens) or (
+            max_usd is not None and usd >= max_usd
+        ):
+            return False
+    return True
+
+
+def budgets_resume(*, team_id: Any = None, now: datetime | None = None) -> int:
+    """Queue over-budget evaluations again for each team with room (at most
+    EVALSITE_BUDGET_RESUME_MAX per team per call, oldest first); the number queued. Their
+    re-score batches resume with them: the dispatcher counts over-budget work as in flight."""
+    now = now or timezone.now()
+    waiting = Evaluation.objects.filter(status=Status.OVER_BUDGET)
+    if team_id is not None:
+        waiting = waiting.filter(team_id=team_id)
+    team_ids = set(waiting.values_list("team_id", flat=True).distinct())
+    budgets = {b.team_id: b for b in JudgeBudget.objects.filter(team_id__in=team_ids)}
+    queued = 0
+    for team in team_ids:
+        if budget_has_room(budgets.get(team), now=now):
+            queued += _requeue(waiting.filter(team_id=team))
+    return queued
+
+
+def _requeue(waiting: Any) -> int:
+    rows = list(
+        waiting.order_by("created_at").values("id", "run_id", "run__rubric_id")[
+            : settings.EVALSITE_BUDGET_RESUME_MAX
+        ]
+    )
+    ids = [r["id"] for r in rows]
+    with transaction.atomic():
+        run_ids = sorted({r["run_id"] for r in rows}, key=str)
+        list(AgentRun.objects.select_for_update(no_key=True).filter(pk__in=run_ids).values("pk"))
+        moved = Evaluation.objects.filter(id__in=ids, status=Status.OVER_BUDGET).update(
+            status=Status.QUEUED, enqueued_at=None
+        )
+        runs_refresh({r["run_id"]: r["run__rubric_id"] for r in rows})
+    if moved:
+        _publish([str(i) for i in ids])  # a failed send is resent by the sweeper
+    return moved
+
+
+# --- Setting a budget ------------------------------------------------------------------------
+
+
+def budget_for(*, team: Team) -> JudgeBudget:
+    """The team's budget (unsaved and without limits when it never set one)."""
+    return JudgeBudget.objects.filter(team=team).first() or JudgeBudget(team=team)
+
+
+def budget_update(*, team: Team, **limits: Any) -> JudgeBudget:
+    """Set the team's four limits (None: no limit). Negative or non-finite values are a
+    FieldErrors naming the field. Usage of the current periods is counted again from the
+    evaluations, and over-budget work resumes at commit if the new budget has room."""
+    errors = {}
+    for name in LIMIT_FIELDS:
+        value = limits.get(name)
+        if value is not None and (not math.isfinite(value) or value < 0):
+            errors[name] = "must be a number, 0 or more (leave it empty for no limit)"
+    unknown = set(limits) - set(LIMIT_FIELDS)
+    errors.update({name: "is not a budget limit" for name in sorted(unknown)})
+    if errors:
+        raise BudgetValidationError(errors)
+    budget, _ = JudgeBudget.objects.update_or_create(
+        team=team, defaults={name: limits.get(name) for name in LIMIT_FIELDS}
+    )
+    _recount(team.pk, timezone.now())
+    transaction.on_commit(lambda: budgets_resume(team_id=team.pk), robust=True)
+    return budget
+
+
+def _recount(team_id: Any, now: datetime) -> None:
+    """Usage is settled only while a team has a budget: count the current periods again."""
+    for period, starts_on in period_starts(now).items():
+        _counter_row(team_id, period, starts_on)
+        tokens, usd = recorded_usage(team_id, period, starts_on)
+        _counter(team_id, period, starts_on).update(tokens=tokens, usd=usd)
+
+
+def budget_usage(*, team: Team, now: datetime | None = None) -> list[dict[str, Any]]:
+    """For each period with a limit: its usage (settled, and reserved for calls in flight)
+    against the limits, for the home page and GET /api/usage."""
+    budget = JudgeBudget.objects.filter(team=team).first()
+    if budget is None or not budget.is_set:
+        return []
+    now = now or timezone.now()
+    out = []
+    for period, starts_on in period_starts(now).items():
+        max_tokens, max_usd = budget.limits(period)
+        if max_tokens is None and max_usd is None:
+            continue
+        row = _counter_row(team.pk, period, starts_on)
+        out.append(
+            {
+                "period": str(period),
+                "starts_on": starts_on,
+                "tokens": row.tokens,
+                "usd": row.usd,
+                "reserved_tokens": max(row.reserved_tokens, 0),
+                "token_limit": max_tokens,
+                "usd_limit": max_usd,
+                "token_percent": _percent(row.tokens, max_tokens),
+                "usd_percent": _percent(row.usd, max_usd),
+                "reached": _reached(row, budget, period),
+            }
+        )
+    return out
+
+
+def _percent(used: float, limit: float | None) -> float | None:
+    if limit is None:
+        return None
+    if limit <= 0:
+        return 100.0
+    return round(min(used / limit, 1.0) * 100, 1)
+
+
+def _reached(row: BudgetCounter, budget: JudgeBudget, period: str) -> bool:
+    max_tokens, max_usd = budget.limits(period)
+    over_tokens = max_tokens is not None and row.tokens + row.reserved_tokens >= max_tokens
+    over_usd = max_usd is not None and row.usd + row.reserved_usd >= max_usd
+    return over_tokens or over_usd
