@@ -16,7 +16,7 @@ from runs.models import BudgetCounter, BudgetHold, Evaluation, Status
 from runs.payloads import RunPayload
 from runs.services import evaluations_sweep
 from runs.services.budget import budget_holds_expire, budget_update
-from runs.services.ingest import runs_ingest_many
+from runs.services.ingest_many import runs_ingest_many
 from tests.conftest import FAKE_MODEL, run_payload, wait_for
 
 pytestmark = pytest.mark.worker
