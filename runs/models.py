@@ -1,4 +1,5 @@
 import uuid
+from typing import Literal
 
 from django.conf import settings
 from django.db import models
@@ -24,6 +25,18 @@ class Status(models.TextChoices):
     # (runs.services.budget). Never a failure.
     OVER_BUDGET = "over_budget", "Over budget"
 
+
+# Status values as a type, for API schemas and filters (a test keeps it equal to Status).
+StatusChoice = Literal[
+    "queued",
+    "running",
+    "succeeded",
+    "failed",
+    "cancelled",
+    "not_sampled",
+    "nothing_to_judge",
+    "over_budget",
+]
 
 # Not ended yet: over-budget evaluations count, so a re-score batch pauses on them.
 PENDING_STATUSES = (Status.QUEUED, Status.RUNNING, Status.OVER_BUDGET)

@@ -14,23 +14,13 @@ from uuid import UUID
 from ninja import Field, Schema
 from pydantic import ConfigDict, ValidationInfo, WithJsonSchema, field_validator
 
-from .models import AgentRun, Evaluation, Kind, Status
+from .models import AgentRun, Evaluation, Kind, Status, StatusChoice
 from .payloads import CriterionIn, RunPayload
 from .scoring.rules import display_round
 from .scoring.trajectory import tool_names
 from .selectors.evaluations import Scored
 from .services.bulk import MAX_BULK_RUNS
 
-StatusChoice = Literal[
-    "queued",
-    "running",
-    "succeeded",
-    "failed",
-    "cancelled",
-    "not_sampled",
-    "nothing_to_judge",
-    "over_budget",
-]
 AlignmentChoice = Literal["off", "user", "system", "both"]
 JudgeViewChoice = Literal["final", "conversation", "trajectory"]
 

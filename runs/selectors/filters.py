@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
 from django.db.models import Q, QuerySet
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -17,20 +17,10 @@ from ..models import (
     AgentRun,
     CriterionVerdict,
     RunTool,
+    StatusChoice,
 )
 
 DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-
-StatusChoice = Literal[
-    "queued",
-    "running",
-    "succeeded",
-    "failed",
-    "cancelled",
-    "not_sampled",
-    "nothing_to_judge",
-    "over_budget",
-]
 
 
 class RunFilterError(FieldErrors):

@@ -20,9 +20,8 @@ from evalsite.errors import FieldErrors
 from rubrics.models import Rubric, RubricVersion
 from teams.models import Team
 
-from ..models import PENDING_STATUSES, AgentRun, Evaluation, Kind
+from ..models import PENDING_STATUSES, AgentRun, Evaluation, Kind, StatusChoice
 from ..selectors import RunFilters, runs_matching
-from ..selectors.filters import StatusChoice
 
 CHUNK = 500  # ids per IN (...) clause: well under SQLite's variable limit
 
