@@ -3,7 +3,7 @@ the worker's own path (runs.services.execute: claimed, judged on the process's j
 written guarded by the lease).
 
 A new run's evaluations are stored already claimed by the call (``inline_reserve`` first, then
-runs.services.ingest.run_store with a lease token, then ``inline_start``): no broker message,
+runs.services.ingest.run_store with a lease token, then ``InlineSlot.start``): no broker message,
 no claim statement, nothing for a worker to race. If this process dies, the lease expires and
 the sweeper queues them as it does for a dead worker. A run stored before (the same
 external_id again) is claimed from the queue with compare-and-set (``score_inline``): its
