@@ -332,6 +332,12 @@ EVALSITE_BUDGET_INTERVAL = env_float("EVALSITE_BUDGET_INTERVAL", 60.0)
 # At most this many over-budget evaluations per team are queued again per run of that task
 # (or per save of a budget); the rest follow on the next runs.
 EVALSITE_BUDGET_RESUME_MAX = env_int("EVALSITE_BUDGET_RESUME_MAX", 500)
+# Each process reserves slices of a team's remaining budget and admits its messages from them
+# in memory (runs/services/budget_slices.py): at most this many tokens per slice (and at most a
+# quarter of the room left), each kept at most this many seconds before the usage it counted
+# is settled on the team's counters.
+EVALSITE_BUDGET_SLICE_TOKENS = env_int("EVALSITE_BUDGET_SLICE_TOKENS", 50_000)
+EVALSITE_BUDGET_SLICE_SECONDS = env_float("EVALSITE_BUDGET_SLICE_SECONDS", 1.0)
 
 # --- Alerts (reviews/services/alerts.py) ----------------------------------------------------
 # Seconds between evaluations of every alert rule (Celery beat).

@@ -10,6 +10,7 @@ from ninja import Query, Router, Schema, Status
 from evalsite.schemas import ValidationErrorOut, with_errors
 from teams.api import caller, editor
 
+from .models import FINAL_STATUSES
 from .payloads import RunPayload
 from .schemas import (
     BulkErrorItem,
@@ -128,8 +129,10 @@ def score(request: HttpRequest, payload: ScoreIn):
     """Store the run, wait up to `timeout` seconds for its evaluations and return the result.
 
     200: every evaluation ended; `status` is `succeeded`, or `failed` with `error` (the judge
-    failed for good: `passed` is then null, so a loop must check `status`). 202: time ran out;
-    `status` is `queued` or `running`, poll `GET /api/evaluations/{evaluation_id}`.
+    failed for good: `passed` is then null, so a loop must check `status`). 202: not final,
+    `detail` says why: time ran out (`status` is `queued` or `running`), or the team's judge
+    budget is reached (`over_budget`, answered as soon as the run is parked: it is judged when
+    the budget allows); poll `GET /api/evaluations/{evaluation_id}`.
     429 (with `Retry-After`, storing nothing): the team already has EVALSITE_SCORE_MAX_WAITING
     score calls waiting. `inline`: the web process judges the run itself, exactly as a worker
     would (a worker that claimed an evaluation first judges it; never two results).
@@ -145,4 +148,5 @@ def score(request: HttpRequest, payload: ScoreIn):
         )
         finished = score_await(team=team, submitted=submitted, timeout=payload.timeout)
     ids = [e.id for e in submitted.evaluations]
-    return Status(200 if finished else 202, score_out(submitted.run, evaluations_scored(ids=ids)))
+    out = score_out(submitted.run, evaluations_scored(ids=ids))
+    return Status(200 if finished and out["status"] in FINAL_STATUSES else 202, out)

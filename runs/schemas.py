@@ -392,11 +392,17 @@ class ScoreIn(RunPayload):
 
 
 class ScoreOut(Schema):
-    status: StatusChoice = Field(description="succeeded, failed, or queued/running (timed out)")
+    status: StatusChoice = Field(
+        description="succeeded, failed, queued/running (timed out) or over_budget (waits for "
+        "the team's judge budget)"
+    )
     passed: bool | None = Field(description="null unless status is succeeded")
     score: float | None
     reason: str
     error: str
+    detail: str = Field(
+        default="", description="Why the result is not final yet (202); empty when it is"
+    )
     verdicts: list[VerdictOut]
     alignment: AlignmentOut | None
     evaluation_id: UUID = Field(description="The rubric evaluation (else the alignment one)")
@@ -420,6 +426,7 @@ def score_out(run: AgentRun, scored: Scored) -> dict[str, Any]:
         "score": primary.score,
         "reason": primary.reason,
         "error": failed.error if failed else "",
+        "detail": _waiting_detail(status),
         "verdicts": [_verdict(v) for v in scored.verdicts.get(rubric.id, [])] if rubric else [],
         "alignment": _alignment(alignment, scored.breakdowns.get(alignment.id, []))
         if alignment
@@ -430,8 +437,32 @@ def score_out(run: AgentRun, scored: Scored) -> dict[str, Any]:
     }
 
 
+# The status an answer of several evaluations reports: the first of these any of them has.
+_WORST_FIRST = (
+    "running",
+    "queued",
+    "over_budget",
+    "failed",
+    "cancelled",
+    "nothing_to_judge",
+    "not_sampled",
+)
+
+
 def _overall_status(statuses: list[str]) -> str:
-    for status in ("running", "queued", "failed", "cancelled"):
+    for status in _WORST_FIRST:
         if status in statuses:
             return status
     return "succeeded"
+
+
+def _waiting_detail(status: str) -> str:
+    if status == "over_budget":
+        return (
+            "not judged yet: the team's judge budget is reached. The run waits and is judged "
+            "when the budget allows (the next UTC day or month, or a raised budget); poll "
+            "GET /api/evaluations/{evaluation_id}"
+        )
+    if status in ("queued", "running"):
+        return "time ran out while the judge was working; poll GET /api/evaluations/{evaluation_id}"
+    return ""

@@ -3,12 +3,14 @@ usage they recorded, and queue over-budget evaluations again when there is room.
 
 The rule: a team may start judging while its settled usage plus what is reserved for the calls
 in flight is below every limit it set (daily and monthly, tokens and USD, UTC periods). One
-message's evaluations are admitted or refused together, with one conditional UPDATE per
-period counter (``budget_counter_one_per_period``), so concurrent workers see each other's
-reservations and a budget is overrun by at most the calls in flight. Refused evaluations wait
-as ``over_budget`` (never failed); ``budgets_resume`` (the budget beat task, and every save of
-a budget) queues them again once there is room. A reservation (``BudgetHold``) expires with
-the lease of the evaluations it covers: a killed worker's is given back by ``budget_holds_expire``.
+message's evaluations are admitted or refused together. Each process reserves slices of the
+remaining budget on the team's period counters (``budget_counter_one_per_period``) with one
+conditional UPDATE and draws messages from them in memory (runs.services.budget_slices), so
+concurrent workers see each other's reservations and a budget is overrun by at most what the
+calls in flight take beyond their estimates. Refused evaluations wait as ``over_budget``
+(never failed); ``budgets_resume`` (the budget beat task, and every save of a budget) queues
+them again once there is room. A reservation (``BudgetHold``) expires with the lease of the
+evaluations it covers: a killed worker's is given back by ``budget_holds_expire``.
 
 Usage is counted from the evaluations' recorded ``prompt_tokens``, ``completion_tokens`` and
 ``cost``; a call whose cost litellm does not know adds tokens but nothing to the USD figure.
@@ -21,12 +23,12 @@ import math
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import datetime
 from typing import Any, Protocol
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
-from django.db.models import F, Sum
+from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from evalsite.errors import FieldErrors
@@ -34,9 +36,20 @@ from teams.models import Team
 
 from ..models import AgentRun, Evaluation, Status
 from ..models_budget import LIMIT_FIELDS, BudgetCounter, BudgetHold, BudgetPeriod, JudgeBudget
-from .budget_sql import Held, counters_reserve, evaluations_usage, hold_insert, hold_release
+from .budget_slices import (
+    Slice,
+    counter,
+    counter_row,
+    period_starts,
+    recorded_usage,
+    slice_draw,
+    slice_return,
+    usd_per_token,
+)
+from .budget_sql import evaluations_usage, hold_release
 from .estimates import ANSWER_TOKENS_OVERHEAD, CHARS_PER_TOKEN
 from .evaluations import _publish
+from .notify import evaluations_ended
 from .run_state import runs_refresh
 
 logger = logging.getLogger(__name__)
@@ -65,65 +78,17 @@ class Admission:
     to settle once they are written."""
 
     admitted: list[bool]
-    holds: list[tuple[Held, list[uuid.UUID]]] = field(default_factory=list)
-
-
-# --- Periods and counters --------------------------------------------------------------------
-
-
-def period_starts(now: datetime) -> dict[str, date]:
-    today = now.astimezone(UTC).date()
-    return {BudgetPeriod.DAY: today, BudgetPeriod.MONTH: today.replace(day=1)}
-
-
-def period_bounds(period: str, starts_on: date) -> tuple[datetime, datetime]:
-    start = datetime.combine(starts_on, time.min, tzinfo=UTC)
-    if period == BudgetPeriod.DAY:
-        return start, start + timedelta(days=1)
-    following = (starts_on.replace(day=28) + timedelta(days=4)).replace(day=1)
-    return start, datetime.combine(following, time.min, tzinfo=UTC)
-
-
-def recorded_usage(team_id: Any, period: str, starts_on: date) -> tuple[int, float]:
-    """(tokens, USD) the team's evaluations that ended in the period recorded."""
-    start, end = period_bounds(period, starts_on)
-    row = Evaluation.objects.filter(
-        team_id=team_id, finished_at__gte=start, finished_at__lt=end
-    ).aggregate(prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens"), usd=Sum("cost"))
-    return (row["prompt"] or 0) + (row["completion"] or 0), row["usd"] or 0.0
-
-
-def _counter_create(team_id: Any, period: str, starts_on: date) -> None:
-    """Make the period's counter with the usage already recorded in it (if nobody has)."""
-    tokens, usd = recorded_usage(team_id, period, starts_on)
-    try:
-        with transaction.atomic():
-            BudgetCounter.objects.create(
-                team_id=team_id, period=period, starts_on=starts_on, tokens=tokens, usd=usd
-            )
-    except IntegrityError:  # another worker made it first
-        pass
-
-
-def _counter(team_id: Any, period: str, starts_on: date) -> Any:
-    return BudgetCounter.objects.filter(team_id=team_id, period=period, starts_on=starts_on)
-
-
-def _counter_row(team_id: Any, period: str, starts_on: date) -> BudgetCounter:
-    found = _counter(team_id, period, starts_on).first()
-    if found is None:
-        _counter_create(team_id, period, starts_on)
-        found = _counter(team_id, period, starts_on).get()
-    return found
+    # (the slice each team's claims drew from, the tokens they drew, their evaluations)
+    holds: list[tuple[Slice, int, list[uuid.UUID]]] = field(default_factory=list)
 
 
 # --- Admission (the worker's hot path) -------------------------------------------------------
 
 
 def budget_admit(claims: Sequence[Claimed]) -> Admission | None:
-    """Reserve the claims' estimated usage on their teams' budgets; park the claims of a team
-    whose budget is reached as ``over_budget``. None when no claim's team has a budget (one
-    query, nothing reserved)."""
+    """Draw the claims' estimated usage from this process's slices of their teams' budgets
+    (runs.services.budget_slices); park the claims of a team whose budget is reached as
+    ``over_budget``. None when no claim's team has a budget (one query, nothing drawn)."""
     team_ids = {c.evaluation.team_id for c in claims}
     budgets = [b for b in JudgeBudget.objects.filter(team_id__in=team_ids) if b.is_set]
     if not budgets:
@@ -132,14 +97,14 @@ def budget_admit(claims: Sequence[Claimed]) -> Admission | None:
     now = timezone.now()
     for budget in budgets:
         mine = [i for i, c in enumerate(claims) if c.evaluation.team_id == budget.team_id]
-        tokens = sum(_estimate(claims[i]) for i in mine)
-        hold = _reserve(budget, tokens, now)
-        if hold is None:
+        need = sum(_estimate(claims[i]) for i in mine)
+        drawn = slice_draw(budget, need, now)
+        if drawn is None:
             _park([claims[i] for i in mine])
             for i in mine:
                 admission.admitted[i] = False
         else:
-            admission.holds.append((hold, [claims[i].evaluation.id for i in mine]))
+            admission.holds.append((drawn, need, [claims[i].evaluation.id for i in mine]))
     return admission
 
 
@@ -155,49 +120,13 @@ def _estimate(claim: Claimed) -> int:
     return chars // CHARS_PER_TOKEN + ANSWER_TOKENS_OVERHEAD
 
 
-# team id -> USD per token of its last settled calls of known cost: sizes USD reservations;
 # team id -> tokens per evaluation of its last settled message: sizes token reservations.
-_usd_per_token: dict[Any, float] = {}
 _tokens_per_evaluation: dict[Any, int] = {}
-
-
-def _reserve(budget: JudgeBudget, tokens: int, now: datetime) -> Held | None:
-    """Reserve on the day and the month counter at once, if both are below their limits."""
-    starts = period_starts(now)
-    day, month = starts[BudgetPeriod.DAY], starts[BudgetPeriod.MONTH]
-    team_id = budget.team_id
-    usd = tokens * _usd_per_token.get(team_id, 0.0)
-    limits = {p: budget.limits(p) for p in starts}
-    with transaction.atomic():
-        for _ in range(2):
-            taken = counters_reserve(team_id, day, month, limits, tokens, usd)
-            if taken == 2 or not _counters_missing(team_id, starts):
-                break
-        if taken != 2:  # one limit is reached (or both): undo the other period's reservation
-            transaction.set_rollback(True)
-            return None
-        held = Held(uuid.uuid4(), team_id, day, month, tokens, usd)
-        hold_insert(held, now + timedelta(seconds=settings.EVALSITE_LEASE_SECONDS))
-    return held
-
-
-def _counters_missing(team_id: Any, starts: dict[str, date]) -> bool:
-    """Make the period counters not made yet (the first admission in a day or month); whether
-    any was missing."""
-    made = set(
-        BudgetCounter.objects.filter(team_id=team_id, starts_on__in=starts.values()).values_list(
-            "period", "starts_on"
-        )
-    )
-    missing = [(p, s) for p, s in starts.items() if (p, s) not in made]
-    for period, starts_on in missing:
-        _counter_create(team_id, period, starts_on)
-    return bool(missing)
 
 
 def _park(claims: Sequence[Claimed]) -> None:
     """running → over_budget, under the claims' lease (nothing was asked of the judge, so the
-    attempt does not count)."""
+    attempt does not count). Waiting score calls are told at once (they answer 202)."""
     ids = [c.evaluation.id for c in claims]
     tokens = {c.token for c in claims}
     rubric_of = {c.evaluation.run_id: c.evaluation.run.rubric_id for c in claims}
@@ -214,11 +143,14 @@ def _park(claims: Sequence[Claimed]) -> None:
             not_before=None,
         )
         runs_refresh(rubric_of)
+        evaluations_ended(ids)
 
 
 def budget_settle(admission: Admission) -> None:
-    """Give back the reservations and count what the judged evaluations recorded."""
-    for hold, ids in admission.holds:
+    """Return the messages' estimates to their slices with what their evaluations recorded;
+    where that gave back room of a nearly reached budget, queue the team's parked work again
+    (another process's unused slice may have been what parked it)."""
+    for drawn, need, ids in admission.holds:
         tokens, usd, priced = 0, 0.0, 0
         rows = evaluations_usage(ids)
         for prompt, completion, cost in rows:
@@ -227,17 +159,21 @@ def budget_settle(admission: Admission) -> None:
                 usd += cost
                 priced += prompt + completion
         if priced:
-            _usd_per_token[hold.team_id] = usd / priced
+            usd_per_token[drawn.held.team_id] = usd / priced
         if tokens:
-            _tokens_per_evaluation[hold.team_id] = tokens // len(rows)
-        _release(hold, tokens=tokens, usd=usd)
+            _tokens_per_evaluation[drawn.held.team_id] = tokens // len(rows)
+        team_id = drawn.held.team_id
+        if slice_return(drawn, need, tokens, usd) and (
+            Evaluation.objects.filter(team_id=team_id, status=Status.OVER_BUDGET).exists()
+        ):
+            budgets_resume(team_id=team_id)
 
 
-def _release(hold: Held | BudgetHold, *, tokens: int = 0, usd: float = 0.0) -> bool:
-    """Delete the hold and take its reservation off its counters (once: a hold the expiry
-    already gave back is not given back again); add ``tokens`` and ``usd`` as used."""
+def _release(hold: BudgetHold) -> bool:
+    """Delete an expired hold and take its reservation off its counters (once: a hold its
+    process settled meanwhile is not given back again)."""
     with transaction.atomic():
-        return hold_release(hold, tokens, usd)
+        return hold_release(hold, 0, 0.0)
 
 
 # --- Beat: expiry and resuming ---------------------------------------------------------------
@@ -342,9 +278,9 @@ def budget_update(*, team: Team, **limits: Any) -> JudgeBudget:
 def _recount(team_id: Any, now: datetime) -> None:
     """Usage is settled only while a team has a budget: count the current periods again."""
     for period, starts_on in period_starts(now).items():
-        _counter_row(team_id, period, starts_on)
+        counter_row(team_id, period, starts_on)
         tokens, usd = recorded_usage(team_id, period, starts_on)
-        _counter(team_id, period, starts_on).update(tokens=tokens, usd=usd)
+        counter(team_id, period, starts_on).update(tokens=tokens, usd=usd)
 
 
 def budget_usage(*, team: Team, now: datetime | None = None) -> list[dict[str, Any]]:
@@ -359,7 +295,7 @@ def budget_usage(*, team: Team, now: datetime | None = None) -> list[dict[str, A
         max_tokens, max_usd = budget.limits(period)
         if max_tokens is None and max_usd is None:
             continue
-        row = _counter_row(team.pk, period, starts_on)
+        row = counter_row(team.pk, period, starts_on)
         out.append(
             {
                 "period": str(period),

@@ -82,7 +82,8 @@ def _redis_url() -> str:
 
 
 def evaluations_ended(ids: Iterable[Any]) -> None:
-    """Tell waiters these evaluations are final. Call inside the transaction that made them
+    """Tell waiters these evaluations are final (or parked over budget: no longer coming).
+    Call inside the transaction that made them
     so (outside one, right after the write): nothing is delivered unless it commits."""
     ids = [str(i) for i in ids]
     if not ids:

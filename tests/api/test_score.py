@@ -159,3 +159,26 @@ def test_a_rubric_of_another_team_cannot_be_used(api, make_rubric, other_team):
 
 def test_scoring_needs_a_key(anon):
     assert_error(anon.post("/score", run_payload(criteria=CRITERIA)), 401)
+
+
+def _over_budget_answer(api: Api, **extra) -> dict:
+    response = api.post("/score", run_payload(criteria=CRITERIA, timeout=60) | extra)
+    assert response.status_code == 202, response.content
+    body = response.json()
+    assert (body["status"], body["passed"], body["error"]) == ("over_budget", None, "")
+    assert "judge budget is reached" in body["detail"]
+    assert AgentRun.objects.get(pk=body["run_id"]).status == "over_budget"
+    return body
+
+
+@pytest.mark.worker
+def test_a_score_call_over_the_judge_budget_is_answered_202_over_budget_once_parked(
+    live_api, team, fake_judge
+):
+    from runs.services.budget import budget_update
+
+    budget_update(team=team, monthly_usd=0)
+
+    _over_budget_answer(live_api)
+
+    assert fake_judge.stats()["completions"] == 0

@@ -11,6 +11,7 @@ from evalsite_client import (
     OPERATIONS,
     Client,
     EvalsiteError,
+    OverBudget,
     StillJudging,
     until_passed,
 )
@@ -195,6 +196,23 @@ def test_a_score_that_times_out_is_still_judging_with_its_evaluation_ids_never_a
     assert [e["passed"] for e in evalsite.wait_evaluations(still.evaluation_ids, timeout=60)] == [
         True
     ]
+
+
+def test_a_score_over_the_judge_budget_raises_over_budget_never_a_pass(
+    evalsite, worker, team, make_rubric
+):
+    from runs.services.budget import budget_update
+
+    make_rubric()
+    budget_update(team=team, daily_tokens=0)
+
+    with pytest.raises(OverBudget) as raised:
+        evalsite.score(PASSING, rubric="support-quality", task=TASK, timeout=30)
+
+    waiting = raised.value
+    assert waiting.status == 202 and waiting.judging_status == "over_budget"
+    assert "judge budget is reached" in waiting.detail and waiting.evaluation_ids
+    assert [e["status"] for e in evalsite.get_run(waiting.run_id)["evaluations"]] == ["over_budget"]
 
 
 def test_until_passed_feeds_the_reason_back_and_groups_its_runs_by_loop(

@@ -212,6 +212,24 @@ def test_inline_scoring_judges_in_the_web_process_with_no_worker(fake_judge, api
     assert CriterionVerdict.objects.filter(evaluation_id=body["evaluation_id"]).count() == 3
 
 
+def test_an_inline_score_call_over_the_judge_budget_is_answered_202_once_parked(
+    fake_judge, team, api_key
+):
+    from runs.services.budget import budget_update
+
+    budget_update(team=team, daily_tokens=0)
+    payload = run_payload(criteria=CRITERIA, timeout=60, inline=True)
+
+    response = Api(api_key).post("/score", payload)
+
+    assert response.status_code == 202, response.content
+    body = response.json()
+    assert (body["status"], body["passed"], body["error"]) == ("over_budget", None, "")
+    assert "judge budget is reached" in body["detail"]
+    assert AgentRun.objects.get(pk=body["run_id"]).status == "over_budget"
+    assert fake_judge.stats()["completions"] == 0
+
+
 def test_with_no_worker_seen_for_long_the_web_process_judges_unasked(settings, fake_judge, api_key):
     settings.EVALSITE_SCORE_INLINE_WHEN_NO_WORKER = 0.001  # no worker runs in this test
     response = Api(api_key).post("/score", run_payload(criteria=CRITERIA, timeout=60))

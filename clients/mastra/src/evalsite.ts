@@ -28,7 +28,13 @@ export interface EvalsiteScoreResult {
   run_id: string;
 }
 
-export type EvalsiteFailureKind = 'unreachable' | 'http' | 'still_judging' | 'failed' | 'invalid';
+export type EvalsiteFailureKind =
+  | 'unreachable'
+  | 'http'
+  | 'still_judging'
+  | 'over_budget'
+  | 'failed'
+  | 'invalid';
 
 /** evalsite could not give a verdict: the scorer must fail, never report a pass. */
 export class EvalsiteScoreError extends Error {
@@ -90,6 +96,15 @@ export async function postScore(request: ScoreRequest): Promise<EvalsiteScoreRes
 }
 
 function resultOf(status: number, body: unknown, endpoint: string): EvalsiteScoreResult {
+  if (status === 202 && field(body, 'status') === 'over_budget') {
+    const ids = evaluationIds(body);
+    throw new EvalsiteScoreError(
+      'over_budget',
+      `evalsite did not judge the run: the team's judge budget is reached (it is judged when ` +
+        `the budget allows); not a pass. Evaluations: ${ids.join(', ') || 'unknown'}`,
+      { status, evaluationIds: ids },
+    );
+  }
   if (status === 202) {
     const ids = evaluationIds(body);
     throw new EvalsiteScoreError(

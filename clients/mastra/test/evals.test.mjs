@@ -152,6 +152,29 @@ test('a 202 (still judging when the timeout runs out) fails the scorer, never a 
   assert.ok(['queued', 'running', 'succeeded'].includes(evaluation.status), evaluation.status);
 });
 
+test('a team over its judge budget fails the scorer as over_budget, never a pass', async () => {
+  const budget = (limits) =>
+    fetch(`${server.url}/api/team/budget`, {
+      method: 'PUT',
+      headers: { Authorization: `Bearer ${server.apiKey}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({
+        daily_tokens: null, daily_usd: null, monthly_tokens: null, monthly_usd: null, ...limits,
+      }),
+    }).then((response) => assert.equal(response.status, 200));
+  await budget({ daily_tokens: 0 });
+  try {
+    const scorer = createEvalsiteRubricScorer(server);
+    const error = await failure(scorer.run(agentRun(PASSING)));
+    assert.equal(error.kind, 'over_budget');
+    assert.equal(error.status, 202);
+    assert.match(error.message, /judge budget is reached.*not a pass/);
+    const evaluation = await api(server, `/evaluations/${error.evaluationIds[0]}`);
+    assert.equal(evaluation.status, 'over_budget');
+  } finally {
+    await budget({});
+  }
+});
+
 test('with evalsite down, an isTaskComplete loop never completes and tells the agent why', async () => {
   const url = `http://127.0.0.1:${await closedPort()}`;
   const { model, prompts } = scriptedModel([PASSING]);

@@ -3,7 +3,7 @@
 
 from ._base import __version__
 from .client import Client, until_passed
-from .errors import ConfigurationError, EvalsiteError, JudgingFailed, StillJudging
+from .errors import ConfigurationError, EvalsiteError, JudgingFailed, OverBudget, StillJudging
 from .operations import NOT_COVERED, OPERATIONS
 from .results import LoopResult, ScoreResult
 
@@ -15,6 +15,7 @@ __all__ = [
     "EvalsiteError",
     "JudgingFailed",
     "LoopResult",
+    "OverBudget",
     "ScoreResult",
     "StillJudging",
     "__version__",

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, cast
 
 from ._base import BaseClient, body, new_key
-from .errors import JudgingFailed, StillJudging
+from .errors import JudgingFailed, OverBudget, StillJudging
 from .results import ScoreResult, score_result
 from .types import (
     Batch,
@@ -122,6 +122,7 @@ class RunsMixin(BaseClient):
 
         ``criteria`` (text or a list) replace the rubric's; fields are the run payload's
         (``task=``/``system=`` build the input). Raises ``StillJudging`` when the wait ran out
+        (``OverBudget``, a kind of it, when the team's judge budget is reached)
         (the evaluations go on) and ``JudgingFailed`` when the judge failed for good: a
         ``ScoreResult`` is always a whole verdict, never a guess.
         """
@@ -129,6 +130,8 @@ class RunsMixin(BaseClient):
         payload |= body(criteria=criteria, timeout=timeout)
         response = self._request("runs_api_score", json=payload, timeout=timeout + 30)
         answer = response.json()
+        if answer.get("status") == "over_budget":
+            raise OverBudget(answer)
         if response.status_code == 202 or answer.get("status") in PENDING:
             raise StillJudging(answer)
         if answer.get("status") != "succeeded":

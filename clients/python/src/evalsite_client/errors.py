@@ -67,6 +67,18 @@ class StillJudging(EvalsiteError):
         super().__init__(202, f"still judging ({self.judging_status}): evaluations {ids}")
 
 
+class OverBudget(StillJudging):
+    """``POST /api/score`` answered 202 ``over_budget``: the team's judge budget is reached,
+    so the run waits and is judged when the budget allows (the next UTC day or month, or a
+    raised budget). Never a pass; ``detail`` is the server's explanation."""
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        super().__init__(body)
+        self.detail = str(body.get("detail", ""))
+        ids = ", ".join(self.evaluation_ids)
+        self.message = f"the team's judge budget is reached: evaluations {ids} wait for it"
+
+
 class JudgingFailed(EvalsiteError):
     """The judge failed for good on an evaluation of the run (after its retries): there is no
     whole result, so neither a pass nor a fail. ``error`` is the evaluation's message."""
