@@ -121,7 +121,12 @@ class ActualOut(Schema):
     prompt_tokens: int
     completion_tokens: int
     tokens: int
-    cost: float | None
+    cost: float | None = Field(
+        description="USD of the judged evaluations whose cost is known; null when none is"
+    )
+    unpriced: int = Field(
+        0, description="Judged evaluations of unknown cost (not in `cost`: it is a lower bound)"
+    )
 
 
 class FailureOut(Schema):

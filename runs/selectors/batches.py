@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, Sum
+from django.db.models import Count, Q, Sum
 
 from evalsite.pagination import cursor_encode, page_size
 from teams.models import Team
@@ -142,6 +142,7 @@ def batches_progress(
             prompt=Sum("prompt_tokens"),
             completion=Sum("completion_tokens"),
             spent=Sum("cost"),
+            unpriced=Count("id", filter=Q(cost__isnull=True, judge_calls__gt=0)),
         )
     )
     for row in rows:
@@ -159,6 +160,7 @@ def _empty_stats() -> dict[str, Any]:
         "prompt_tokens": 0,
         "completion_tokens": 0,
         "cost": None,
+        "unpriced": 0,
     }
 
 
@@ -169,6 +171,7 @@ def _add_row(stats: dict[str, Any], row: Any) -> None:
     stats["criteria_reused"] += row["reused"] or 0
     stats["prompt_tokens"] += row["prompt"] or 0
     stats["completion_tokens"] += row["completion"] or 0
+    stats["unpriced"] += row["unpriced"] or 0
     if row["spent"] is not None:
         stats["cost"] = (stats["cost"] or 0.0) + row["spent"]
 

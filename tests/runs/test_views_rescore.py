@@ -237,3 +237,27 @@ def test_an_off_site_next_is_ignored(owner, rubric, make_run, fake_judge):
     )
 
     assert response["Location"] == reverse("run_detail", args=[run.id])
+
+
+def test_a_batch_whose_evaluations_are_partly_unpriced_shows_its_cost_as_a_lower_bound(
+    owner, rubric, make_run, fake_judge, api
+):
+    runs = [judged_run(make_run, rubric=rubric.slug, output=FAILING) for _ in range(3)]
+    client = signed_in(owner)
+    client.post(reverse("rescore_start"), {"scope": "selected", "runs": [str(r.id) for r in runs]})
+    batch = RescoreBatch.objects.get()
+    priced, *unpriced = Evaluation.objects.filter(batch=batch).order_by("id")
+    Evaluation.objects.filter(pk=priced.pk).update(
+        status=Status.SUCCEEDED, cost=0.25, judge_calls=1
+    )
+    Evaluation.objects.filter(pk__in=[e.pk for e in unpriced]).update(
+        status=Status.SUCCEEDED, cost=None, judge_calls=1
+    )
+
+    page = client.get(reverse("batch_detail", args=[batch.id])).content.decode()
+    listing = client.get(reverse("batch_list")).content.decode()
+    actual = api.get(f"/batches/{batch.id}").json()["actual"]
+
+    assert "≥ $0.2500" in page and "2 of unknown cost" in page
+    assert "≥ $0.2500" in listing and "2 of unknown cost" in listing
+    assert (actual["cost"], actual["unpriced"]) == (0.25, 2)
