@@ -15,7 +15,7 @@ from teams.api import caller, editor
 
 from .models_alerts import Alert, AlertRule
 from .selectors.alerts import alert_rule_get, alert_rules_list, alerts_list
-from .services.alerts import alert_rule_create, alert_rule_delete
+from .services.alerts import AlertRuleError, alert_rule_create, alert_rule_delete, alert_rule_update
 
 router = Router(tags=["alerts"])
 
@@ -38,6 +38,22 @@ class AlertRuleIn(Schema):
     cooldown_minutes: int = 60
     webhook_url: str = Field(default="", max_length=500)
     webhook_format: Literal["json", "slack"] = "json"
+
+
+class AlertRulePatch(Schema):
+    """The fields to change (absent ones keep their values)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: KindChoice | None = None
+    threshold: float | None = None
+    rubric: str | None = Field(default=None, description="id or slug")
+    criterion_key: str | None = Field(default=None, max_length=32)
+    window_hours: int | None = None
+    cooldown_minutes: int | None = None
+    webhook_url: str | None = Field(default=None, max_length=500)
+    webhook_format: Literal["json", "slack"] | None = None
+    enabled: bool | None = Field(default=None, description="false: not evaluated; resolves it")
 
 
 class AlertRuleOut(Schema):
@@ -108,6 +124,20 @@ def rule_create(request: HttpRequest, payload: AlertRuleIn):
     """Add a rule (editors and API keys). A malformed rule is a 422 naming the field."""
     rule = alert_rule_create(team=editor(request).team, **payload.model_dump())
     return Status(201, rule_out(rule))
+
+
+@router.patch("/rules/{rule_id}", response=with_errors({200: AlertRuleOut}, 404))
+def rule_update(request: HttpRequest, rule_id: UUID, payload: AlertRulePatch):
+    """Change a rule (editors and API keys): the fields given, checked as for a new rule (422
+    naming the field). Disabling a rule resolves its open alert."""
+    rule = alert_rule_get(team=editor(request).team, rule_id=rule_id)
+    if rule is None:
+        raise Http404("No such alert rule")
+    changes = payload.model_dump(exclude_unset=True)
+    null = sorted(k for k, v in changes.items() if v is None and k != "rubric")
+    if null:
+        raise AlertRuleError({name: "cannot be null: leave it out to keep it" for name in null})
+    return rule_out(alert_rule_update(rule=rule, **changes))
 
 
 @router.delete("/rules/{rule_id}", response=with_errors({204: None}, 404))

@@ -9,6 +9,7 @@ app_name = "reviews"
 urlpatterns = [
     path("alerts/", views_alerts.alerts, name="alerts"),
     path("alerts/rules/", views_alerts.alert_rule_new, name="alert_rule_new"),
+    path("alerts/rules/<uuid:rule_id>/", views_alerts.alert_rule_edit, name="alert_rule_edit"),
     path(
         "alerts/rules/<uuid:rule_id>/delete/",
         views_alerts.alert_rule_remove,

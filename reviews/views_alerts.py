@@ -1,5 +1,5 @@
-"""The alerts page: the team's rules (added and deleted by editors) and the history of its
-alerts, each linking to the runs that caused it, with its webhook delivery log."""
+"""The alerts page: the team's rules (added, edited and deleted by editors) and the history of
+its alerts, each linking to the runs that caused it, with its webhook delivery log."""
 
 from __future__ import annotations
 
@@ -16,7 +16,12 @@ from teams.access import TeamRequest, editor_required, team_required
 
 from .models_alerts import AlertKind, WebhookFormat
 from .selectors.alerts import alert_rule_get, alert_rules_list, alerts_list
-from .services.alerts import AlertRuleError, alert_rule_create, alert_rule_delete
+from .services.alerts import (
+    AlertRuleError,
+    alert_rule_create,
+    alert_rule_delete,
+    alert_rule_update,
+)
 
 
 class AlertRuleForm(forms.Form):
@@ -33,6 +38,9 @@ class AlertRuleForm(forms.Form):
     cooldown_minutes = forms.IntegerField(label="Cool-down (minutes)", initial=60)
     webhook_url = forms.CharField(label="Webhook URL", required=False, max_length=500)
     webhook_format = forms.ChoiceField(label="Payload", choices=WebhookFormat.choices)
+    enabled = forms.BooleanField(
+        label="Enabled", required=False, initial=True, help_text="off: not evaluated"
+    )
 
     def __init__(self, *args: Any, team: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -57,21 +65,48 @@ def alerts(request: HttpRequest) -> HttpResponse:
     return _page(request)  # type: ignore[arg-type]
 
 
+def _saved(form: AlertRuleForm, save: Any) -> bool:
+    """Validate the form and save through ``save(**fields)``; errors land on the form."""
+    if not form.is_valid():
+        return False
+    data = form.cleaned_data
+    try:
+        save(**{**data, "rubric": data["rubric"] or None})
+    except AlertRuleError as exc:
+        for field, message in exc.errors.items():
+            form.add_error(field if field in form.fields else None, message)
+        return False
+    return True
+
+
 @editor_required
 @require_POST
 def alert_rule_new(request: TeamRequest) -> HttpResponse:
     form = AlertRuleForm(request.POST, team=request.team)
-    if form.is_valid():
-        data = form.cleaned_data
-        try:
-            alert_rule_create(team=request.team, **{**data, "rubric": data["rubric"] or None})
-        except AlertRuleError as exc:
-            for field, message in exc.errors.items():
-                form.add_error(field if field in form.fields else None, message)
-        else:
-            messages.success(request, "Alert rule added.")
-            return redirect("reviews:alerts")
+    if _saved(form, lambda **fields: alert_rule_create(team=request.team, **fields)):
+        messages.success(request, "Alert rule added.")
+        return redirect("reviews:alerts")
     return _page(request, form, status=422)
+
+
+@editor_required
+def alert_rule_edit(request: TeamRequest, rule_id: Any) -> HttpResponse:
+    rule = alert_rule_get(team=request.team, rule_id=rule_id)
+    if rule is None:
+        raise Http404("No such alert rule")
+    if request.method == "POST":
+        form = AlertRuleForm(request.POST, team=request.team)
+        if _saved(form, lambda **fields: alert_rule_update(rule=rule, **fields)):
+            messages.success(request, "Alert rule saved.")
+            return redirect("reviews:alerts")
+        status = 422
+    else:
+        initial = {name: getattr(rule, name) for name in AlertRuleForm.base_fields}
+        initial["rubric"] = rule.rubric.slug if rule.rubric else ""
+        form, status = AlertRuleForm(initial=initial, team=request.team), 200
+    return render(
+        request, "reviews/alert_rule_edit.html", {"rule": rule, "form": form}, status=status
+    )
 
 
 @editor_required

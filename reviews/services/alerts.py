@@ -44,6 +44,19 @@ class AlertRuleError(FieldErrors):
 # --- Rules -----------------------------------------------------------------------------------
 
 
+RULE_FIELDS = (
+    "kind",
+    "threshold",
+    "rubric",
+    "criterion_key",
+    "window_hours",
+    "cooldown_minutes",
+    "webhook_url",
+    "webhook_format",
+    "enabled",
+)
+
+
 def alert_rule_create(
     *,
     team: Team,
@@ -55,8 +68,49 @@ def alert_rule_create(
     cooldown_minutes: int = 60,
     webhook_url: str = "",
     webhook_format: str = WebhookFormat.JSON,
+    enabled: bool = True,
 ) -> AlertRule:
     """A new rule; a FieldErrors naming each field that is wrong (422)."""
+    values = _checked(
+        team,
+        kind=kind,
+        threshold=threshold,
+        rubric=rubric,
+        criterion_key=criterion_key,
+        window_hours=window_hours,
+        cooldown_minutes=cooldown_minutes,
+        webhook_url=webhook_url,
+        webhook_format=webhook_format,
+    )
+    return AlertRule.objects.create(team=team, enabled=enabled, **values)
+
+
+def alert_rule_update(*, rule: AlertRule, **changes: Any) -> AlertRule:
+    """Change some of a rule's fields (the others keep their values), checked as a new rule
+    is. A rule whose condition changed is read afresh by the next evaluation (an open alert
+    resolves then if the new condition is clear); a disabled rule's open alert resolves now."""
+    unknown = sorted(set(changes) - set(RULE_FIELDS))
+    if unknown:
+        raise AlertRuleError({name: "is not a field of an alert rule" for name in unknown})
+    current = {name: getattr(rule, name) for name in RULE_FIELDS if name != "rubric"}
+    current["rubric"] = str(rule.rubric_id) if rule.rubric_id else None
+    merged = current | changes
+    enabled = bool(merged.pop("enabled"))
+    values = _checked(rule.team, **merged)
+    for name, value in values.items():
+        setattr(rule, name, value)
+    rule.enabled = enabled
+    with transaction.atomic():
+        rule.save()
+        if not enabled:
+            _resolve_open(rule, timezone.now())
+    return rule
+
+
+def _checked(team: Team, **values: Any) -> dict[str, Any]:
+    """The rule's fields as stored (``rubric`` found in the team), or AlertRuleError."""
+    kind, threshold = values["kind"], values["threshold"]
+    rubric, criterion_key = values["rubric"], values["criterion_key"]
     errors: dict[str, str] = {}
     if kind not in AlertKind.values:
         errors["kind"] = f"must be one of {', '.join(AlertKind.values)}"
@@ -69,29 +123,19 @@ def alert_rule_create(
             errors["criterion_key"] = "this kind needs the key of a criterion (e.g. c1)"
         elif found is not None and not _has_criterion(found, criterion_key):
             errors["criterion_key"] = "the rubric's current version has no such criterion"
-    if not 1 <= window_hours <= MAX_WINDOW_HOURS:
+    if not 1 <= values["window_hours"] <= MAX_WINDOW_HOURS:
         errors["window_hours"] = f"must be from 1 to {MAX_WINDOW_HOURS}"
-    if not 0 <= cooldown_minutes <= 60 * 24 * 30:
+    if not 0 <= values["cooldown_minutes"] <= 60 * 24 * 30:
         errors["cooldown_minutes"] = "must be from 0 to 43200 (30 days)"
-    if webhook_format not in WebhookFormat.values:
+    if values["webhook_format"] not in WebhookFormat.values:
         errors["webhook_format"] = "must be json or slack"
-    if webhook_url:
-        refusal = webhook_refusal(webhook_url, resolve=False)
+    if values["webhook_url"]:
+        refusal = webhook_refusal(values["webhook_url"], resolve=False)
         if refusal is not None:
             errors["webhook_url"] = refusal
     if errors:
         raise AlertRuleError(errors)
-    return AlertRule.objects.create(
-        team=team,
-        kind=kind,
-        rubric=found,
-        criterion_key=criterion_key,
-        threshold=threshold,
-        window_hours=window_hours,
-        cooldown_minutes=cooldown_minutes,
-        webhook_url=webhook_url,
-        webhook_format=webhook_format,
-    )
+    return values | {"rubric": found}
 
 
 def _rubric(team: Team, ref: str) -> Rubric | None:
@@ -300,14 +344,23 @@ def alert_rule_apply(*, rule: AlertRule, reading: Reading, now: datetime) -> str
     open_alert = Alert.objects.filter(rule=rule, resolved_at__isnull=True).first()
     if reading.breached and open_alert is None:
         return "fired" if _fire(rule, reading, now) else ""
-    if not reading.breached and open_alert is not None:
-        resolved = Alert.objects.filter(pk=open_alert.pk, resolved_at__isnull=True).update(
-            resolved_at=now
-        )
-        if resolved:
-            transaction.on_commit(lambda: alert_notify(alert_id=open_alert.pk, event="resolved"))
-            return "resolved"
+    if not reading.breached and open_alert is not None and _resolve_open(rule, now):
+        return "resolved"
     return ""
+
+
+def _resolve_open(rule: AlertRule, now: datetime) -> bool:
+    """Resolve the rule's open alert, if any (once: a concurrent evaluation may have), and
+    send the webhook's "resolved" after commit."""
+    open_alert = Alert.objects.filter(rule=rule, resolved_at__isnull=True).first()
+    if open_alert is None:
+        return False
+    resolved = Alert.objects.filter(pk=open_alert.pk, resolved_at__isnull=True).update(
+        resolved_at=now
+    )
+    if resolved:
+        transaction.on_commit(lambda: alert_notify(alert_id=open_alert.pk, event="resolved"))
+    return bool(resolved)
 
 
 def _fire(rule: AlertRule, reading: Reading, now: datetime) -> bool:

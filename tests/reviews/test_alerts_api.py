@@ -75,7 +75,7 @@ def test_an_editor_adds_a_rule_on_the_page_and_a_bad_one_is_refused_naming_the_f
     client = signed_in(teammate)
     form = {
         "kind": "judge_errors", "rubric": rubric.slug, "threshold": "3", "window_hours": "24",
-        "cooldown_minutes": "60", "webhook_format": "json",
+        "cooldown_minutes": "60", "webhook_format": "json", "enabled": "on",
     }  # fmt: skip
 
     added = client.post(reverse("reviews:alert_rule_new"), form)
@@ -84,3 +84,72 @@ def test_an_editor_adds_a_rule_on_the_page_and_a_bad_one_is_refused_naming_the_f
     assert added.status_code == 302
     assert AlertRule.objects.get(team=team).kind == "judge_errors"
     assert refused.status_code == 422 and "this kind needs a rubric" in refused.content.decode()
+
+
+def test_a_rule_is_changed_by_patch_and_a_bad_change_is_a_422_naming_the_field(api, rubric):
+    rule = api.post("/alerts/rules", {**RULE, "rubric": rubric.slug}).json()
+    path = f"/alerts/rules/{rule['id']}"
+
+    changed = api.send("PATCH", path, {"threshold": 75, "window_hours": 48})
+
+    assert changed.status_code == 200, changed.content
+    body = changed.json()
+    assert (body["threshold"], body["window_hours"], body["criterion_key"]) == (75, 48, "c2")
+    for bad, field in [({"threshold": 150}, "threshold"), ({"kind": None}, "kind"),
+                       ({"criterion_key": "c9"}, "criterion_key"), ({"colour": 1}, "colour")]:  # fmt: skip
+        locs = field_locs(api.send("PATCH", path, bad))
+        assert any(loc[-1] == field for loc in locs), (bad, locs)
+    assert AlertRule.objects.get(pk=rule["id"]).threshold == 75
+
+
+def test_another_team_cannot_change_a_rule_and_a_viewer_cannot_either(
+    api, other_api, session_api, viewer, team, rubric
+):
+    rule = alert_rule_create(team=team, rubric=rubric.slug, **RULE)
+
+    assert_error(other_api.send("PATCH", f"/alerts/rules/{rule.id}", {"threshold": 1}), 404)
+    assert_error(
+        session_api(viewer).send("PATCH", f"/alerts/rules/{rule.id}", {"threshold": 1}), 403
+    )
+    rule.refresh_from_db()
+    assert rule.threshold == 50
+
+
+def test_turning_a_rule_off_resolves_its_open_alert_and_it_is_not_evaluated(
+    api, team, rubric, judged_run
+):
+    rule = alert_rule_create(team=team, rubric=rubric.slug, **RULE)
+    judged_run(output=FAILING)
+    assert alerts_evaluate().fired == 1
+
+    off = api.send("PATCH", f"/alerts/rules/{rule.id}", {"enabled": False})
+
+    assert off.status_code == 200 and off.json()["enabled"] is False
+    [alert] = api.get("/alerts").json()
+    assert alert["resolved_at"] is not None
+    assert alerts_evaluate().fired == 0
+
+
+def test_an_editor_edits_a_rule_on_its_page_which_keeps_what_was_typed_on_an_error(
+    teammate, team, rubric
+):
+    rule = alert_rule_create(team=team, rubric=rubric.slug, **RULE)
+    client = signed_in(teammate)
+    url = reverse("reviews:alert_rule_edit", args=[rule.id])
+    form = {
+        "kind": "criterion_failure_rate", "rubric": rubric.slug, "criterion_key": "c2",
+        "threshold": "65", "window_hours": "12", "cooldown_minutes": "30",
+        "webhook_format": "json", "enabled": "on",
+    }  # fmt: skip
+
+    shown = client.get(url).content.decode()
+    refused = client.post(url, {**form, "threshold": "250"})
+    saved = client.post(url, form)
+
+    assert 'value="50.0"' in shown and f'value="{rubric.slug}" selected' in shown
+    assert refused.status_code == 422
+    assert "must be a percentage from 0 to 100" in refused.content.decode()
+    assert 'value="250"' in refused.content.decode() and 'value="12"' in refused.content.decode()
+    assert saved.status_code == 302
+    rule.refresh_from_db()
+    assert (rule.threshold, rule.window_hours, rule.cooldown_minutes) == (65, 12, 30)
