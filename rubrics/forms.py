@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from django import forms
 from django.conf import settings
 
+from .forms_sampling import SamplingForm
 from .models import AlignmentMode, Criterion, JudgeView, Rubric, RubricVersion, Strategy
 from .services import (
     MAX_INSTRUCTIONS_CHARS,
@@ -244,7 +244,7 @@ def _weight_field(label: str) -> forms.FloatField:
     )
 
 
-class RubricSettingsForm(forms.Form):
+class RubricSettingsForm(SamplingForm):
     """Name, judge and scoring settings. Semantic validation is the service's; its errors
     are mapped back onto these fields by ``apply_service_errors``."""
 
@@ -271,27 +271,6 @@ class RubricSettingsForm(forms.Form):
     alignment_mode = forms.ChoiceField(choices=AlignmentMode.choices, label="Prompt alignment")
     custom_weights = forms.BooleanField(required=False, label="Override the default weights")
     user_share = _weight_field("User share (both)")
-    sample_rate = forms.FloatField(
-        required=False,
-        label="Sampling rate (%)",
-        help_text="Share of matching runs judged at ingest; the rest are stored as not sampled.",
-        widget=forms.NumberInput(attrs={"step": "any", "min": 0, "max": 100}),
-    )
-    sample_filters = forms.CharField(
-        required=False,
-        max_length=20_000,
-        label="Sampling filters (JSON)",
-        help_text='Runs must match all: {"agents": ["bot-a"], "metadata_equals": {"env": "prod"}, '
-        '"metadata_contains": {"tags": "vip"}, "context_has": ["user_id"]}. Blank: every run.',
-        widget=forms.Textarea(attrs={"rows": 2, "class": "mono"}),
-    )
-
-    def clean_sample_filters(self) -> Any:
-        text = self.cleaned_data.get("sample_filters", "").strip()
-        try:
-            return json.loads(text) if text else {}
-        except ValueError:
-            raise forms.ValidationError("must be a JSON object") from None
 
     def __init__(self, *args: Any, connections: Any = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -314,7 +293,7 @@ class RubricSettingsForm(forms.Form):
             "strategy": rubric.strategy,
             "alignment_mode": rubric.alignment_mode,
             "sample_rate": rubric.sample_rate,
-            "sample_filters": json.dumps(rubric.sample_filters) if rubric.sample_filters else "",
+            **SamplingForm.sampling_initial(rubric.sample_filters or {}),
             **{p: rubric.judge_params.get(p) for p in JUDGE_PARAMS},
         }
         initial.update(_weights_initial(rubric.alignment_weights))
@@ -337,7 +316,7 @@ class RubricSettingsForm(forms.Form):
             "strategy": data["strategy"],
             "alignment_mode": data["alignment_mode"],
             "alignment_weights": self._weights() if data.get("custom_weights") else None,
-            "sample_filters": data.get("sample_filters") or {},
+            "sample_filters": self.sampling_filters(),
         } | ({} if data.get("sample_rate") is None else {"sample_rate": data["sample_rate"]})
 
     def _weights(self) -> dict[str, Any]:
@@ -360,7 +339,7 @@ class RubricSettingsForm(forms.Form):
             elif name == "alignment_weights":
                 self._apply_nested(message, self._weight_field_for)
             elif name.startswith("sample_filters"):
-                self.add_error("sample_filters", f"{name}: {message}")
+                self.add_error(self.sampling_error_field(name), f"{name}: {message}")
             else:
                 self.add_error(name if name in self.fields else None, message)
 

@@ -208,25 +208,37 @@ def test_the_rubric_api_sets_and_shows_the_sampling_settings(api, make_rubric):
     assert cleared["sample_filters"] == {} and cleared["sample_rate"] == 12.5
 
 
-def test_the_editor_saves_the_sampling_settings_and_names_bad_json(owner, make_rubric):
+def test_the_editor_saves_the_sampling_filters_as_lines_and_names_a_bad_line(owner, make_rubric):
     rubric = make_rubric()
     client = signed_in(owner)
     form = {
         "name": rubric.name, "scale": "1", "strategy": "batched", "alignment_mode": "off",
-        "sample_rate": "25", "sample_filters": '{"agents": ["bot-a"]}',
+        "sample_rate": "25", "sample_agents": "bot-a\n\n bot-b ",
+        "sample_metadata_equals": 'env=prod\ntier=3\ncode="7"\nbeta=true',
+        "sample_metadata_contains": "tags=vip", "sample_context_has": "user_id",
     }  # fmt: skip
 
     saved = client.post(f"/rubrics/{rubric.pk}/settings/", form)
-    refused = client.post(f"/rubrics/{rubric.pk}/settings/", form | {"sample_filters": "{oops"})
+    refused = client.post(
+        f"/rubrics/{rubric.pk}/settings/", form | {"sample_metadata_equals": "env=prod\noops"}
+    )
     out_of_range = client.post(f"/rubrics/{rubric.pk}/settings/", form | {"sample_rate": "150"})
 
     assert saved.status_code == 302
-    assert refused.status_code == 200 and "must be a JSON object" in refused.content.decode()
+    text = refused.content.decode()
+    assert refused.status_code == 200 and "line 2 is not key=value" in text
+    assert "bot-a" in text and "tags=vip" in text  # what was typed is kept
     assert out_of_range.status_code == 200 and "between 0 and 100" in out_of_range.content.decode()
     rubric.refresh_from_db()
-    assert (rubric.sample_rate, rubric.sample_filters) == (25, {"agents": ["bot-a"]})
+    assert rubric.sample_rate == 25
+    assert rubric.sample_filters == {
+        "agents": ["bot-a", "bot-b"],
+        "metadata_equals": {"env": "prod", "tier": 3, "code": "7", "beta": True},
+        "metadata_contains": {"tags": "vip"},
+        "context_has": ["user_id"],
+    }
     page = client.get(f"/rubrics/{rubric.pk}/").content.decode()
-    assert "Sampling rate" in page and "bot-a" in page
+    assert "Sampling rate" in page and "code=&quot;7&quot;" in page and "tier=3" in page
 
 
 def test_the_runs_page_shows_and_filters_not_sampled_runs_and_the_run_page_says_why(
