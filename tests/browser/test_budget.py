@@ -60,3 +60,28 @@ def test_add_a_budget_alert_rule_and_see_the_alert_it_fires_on_the_alerts_page(
     expect(history.get_by_role("link", name="Runs")).to_have_attribute(
         "href", "/runs/?status=over_budget"
     )
+
+
+def test_a_judge_price_set_in_team_settings_prices_the_calls_shown_on_home(
+    browser_page, sign_in, owner, team, make_rubric, make_run, fake_judge
+):
+    """litellm knows no price for the fake judge: without the team's price its cost is "—"."""
+    page = sign_in(browser_page, owner)
+    page.goto("/team/")
+    page.get_by_label("Judge prices (USD per million tokens)").fill("openai/fake-judge 1000 2000")
+    page.locator(
+        "form", has=page.get_by_label("Judge prices (USD per million tokens)")
+    ).get_by_role("button", name="Save").click()
+    team.refresh_from_db()
+    assert team.judge_prices == {"openai/fake-judge": {"input": 1000.0, "output": 2000.0}}
+
+    run = judged_run(make_run, rubric=make_rubric().slug)
+    [evaluation] = Evaluation.objects.filter(run=run)
+    expected = (evaluation.prompt_tokens * 1000 + evaluation.completion_tokens * 2000) / 1e6
+    assert evaluation.cost is not None and abs(evaluation.cost - expected) < 1e-9
+
+    page.goto("/")
+    card = page.locator(".card.stat", has_text="Judge cost")
+    expect(card.locator(".value")).to_have_text(
+        f"${expected:.4f}" if expected < 1 else f"${expected:,.2f}"
+    )
