@@ -258,9 +258,10 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def csv_lines(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
+def csv_lines(rows: Iterator[dict[str, Any]], fields: list[str] = EXPORT_FIELDS) -> Iterator[str]:
+    """A header, then one CSV line per row (``fields`` its columns), formula cells quoted."""
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=EXPORT_FIELDS)
+    writer = csv.DictWriter(buffer, fieldnames=fields)
     writer.writeheader()
     for row in rows:
         writer.writerow({k: _cell(v) for k, v in row.items()})
