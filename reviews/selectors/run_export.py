@@ -31,7 +31,9 @@ LIGHT_FIELDS = (
 )  # fmt: skip
 
 
-def run_export_rows(*, team: Team, filters: RunFilters) -> Iterator[dict[str, Any]]:
+def run_export_rows(
+    *, team: Team, filters: RunFilters, chunk: int = EXPORT_CHUNK
+) -> Iterator[dict[str, Any]]:
     """One dict per run (keys RUN_EXPORT_FIELDS, ``verdicts`` a list of dicts), newest first.
     ``passed``, ``score`` and ``alignment_score`` are the run's current, human-adjusted result;
     each verdict carries the judge's and the reviewers' answer and the one in effect."""
@@ -39,19 +41,19 @@ def run_export_rows(*, team: Team, filters: RunFilters) -> Iterator[dict[str, An
     after: Q | None = None
     while True:
         page = runs if after is None else runs.filter(after)
-        chunk = list(
+        rows = list(
             page.select_related("rubric", "current_version")
             .only(*LIGHT_FIELDS)
-            .order_by("-created_at", "-id")[:EXPORT_CHUNK]
+            .order_by("-created_at", "-id")[:chunk]
         )
-        if not chunk:
+        if not rows:
             return
-        verdicts = _effective_by_run(chunk)
-        for run in chunk:
+        verdicts = _effective_by_run(rows)
+        for run in rows:
             yield _row(run, verdicts.get(run.pk, []))
-        if len(chunk) < EXPORT_CHUNK:
+        if len(rows) < chunk:
             return
-        last = chunk[-1]
+        last = rows[-1]
         after = Q(created_at__lte=last.created_at) & (
             Q(created_at__lt=last.created_at) | Q(created_at=last.created_at, id__lt=last.pk)
         )
