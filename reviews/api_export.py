@@ -2,44 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Literal
 
-from django.http import HttpRequest, StreamingHttpResponse
+from django.http import HttpRequest
 from ninja import Query, Router
 
 from evalsite.schemas import with_errors
 from runs.selectors.filters import RunFilters
 from teams.api import caller
-from teams.models import Team
 
-from .api import csv_lines, jsonl_lines
-from .selectors.run_export import RUN_EXPORT_FIELDS, run_export_rows
+from .exports import runs_export_response
+from .selectors.run_export import RUN_EXPORT_FIELDS
 
 router = Router(tags=["runs"])
-
-
-def _flat(rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    """CSV cells: failed criteria space-separated, verdicts as ``c1=pass;c2=fail(human)``."""
-    for row in rows:
-        verdicts = ";".join(
-            f"{v['criterion_id']}={'pass' if v['satisfied'] else 'fail'}"
-            + ("(human)" if v["human_satisfied"] is not None else "")
-            for v in row["verdicts"]
-        )
-        yield row | {"criteria_failed": " ".join(row["criteria_failed"]), "verdicts": verdicts}
-
-
-def runs_export_response(*, team: Team, filters: RunFilters, fmt: str) -> StreamingHttpResponse:
-    """The team's runs matching ``filters`` as a streamed CSV or JSONL download."""
-    rows = run_export_rows(team=team, filters=filters)
-    if fmt == "csv":
-        lines, media = csv_lines(_flat(rows), RUN_EXPORT_FIELDS), "text/csv; charset=utf-8"
-    else:
-        lines, media = jsonl_lines(rows), "application/x-ndjson; charset=utf-8"
-    response = StreamingHttpResponse(lines, content_type=media)
-    response["Content-Disposition"] = f'attachment; filename="{team.slug}-runs.{fmt}"'
-    return response
 
 
 @router.get(

@@ -1,6 +1,8 @@
 from django.urls import path
 
-from . import views, views_data, views_otel
+from reviews import views_data
+
+from . import views, views_otel
 
 urlpatterns = [
     path("", views.home, name="home"),

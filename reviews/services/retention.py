@@ -61,7 +61,7 @@ def _protected() -> Q:
 
 def run_protection(*, run: AgentRun) -> list[str]:
     """The keys of REASONS that protect the run (empty: it is not protected). One query."""
-    flags = (
+    flags: Any = (
         AgentRun.objects.filter(pk=run.pk)
         .annotate(golden=_golden(), example=_example())
         .annotate(labelled=Exists(VerdictLabel.objects.filter(run=OuterRef("pk"))))

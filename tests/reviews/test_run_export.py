@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from reviews.services import override_create
 from reviews.selectors.run_export import run_export_rows
+from reviews.services import override_create
 from runs.selectors.filters import RunFilters
 
 from .conftest import FAILING
@@ -29,10 +29,8 @@ def _jsonl(response: Any) -> list[dict[str, Any]]:
 
 
 def test_jsonl_export_carries_the_human_adjusted_verdicts_and_result(api, judged_run, reviewer):
-    passing, failing = (
-        judged_run(external_id="ok-1"),
-        judged_run(external_id="bad-1", output=FAILING),
-    )
+    judged_run(external_id="ok-1")
+    failing = judged_run(external_id="bad-1", output=FAILING)
     override_create(run=failing, criterion_key="c2", satisfied=True, note="fine", reviewer=reviewer)
     failing.refresh_from_db()
 

@@ -10,13 +10,13 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_POST
 
 from evalsite.errors import page_message
-from reviews.api_export import runs_export_response
-from reviews.services.retention import RunProtected, run_delete
+from runs import selectors
+from runs.selectors import RunFilterError, RunFilters
 from teams.access import TeamRequest, bad_request, editor_required, team_required
 from teams.models import Role
 
-from . import selectors
-from .selectors import RunFilterError, RunFilters
+from .exports import runs_export_response
+from .services.retention import RunProtected, run_delete
 
 
 @editor_required
@@ -46,4 +46,5 @@ def runs_export(request: TeamRequest, fmt: str) -> HttpResponse:
         filters = RunFilters.from_query(request.GET)
     except RunFilterError as exc:
         return bad_request(request, page_message(exc))
-    return runs_export_response(team=request.team, filters=filters, fmt=fmt)
+    response = runs_export_response(team=request.team, filters=filters, fmt=fmt)
+    return response  # type: ignore[return-value]  # streamed
