@@ -259,6 +259,8 @@ def on_unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
 api.add_router("/rubrics", "rubrics.api.router")
 api.add_router("/connections", "teams.api_connections.router")
 api.add_router("/team", "teams.api_team.router")
+# Before runs.api: its /runs/{run_id} would take /runs/export for a run id.
+api.add_router("", "reviews.api_export.router")
 api.add_router("", "runs.api.router")
 api.add_router("", "runs.api_rescore.router")
 api.add_router("", "runs.api_compare.router")

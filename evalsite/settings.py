@@ -346,11 +346,23 @@ EVALSITE_ALERT_INTERVAL = env_float("EVALSITE_ALERT_INTERVAL", 60.0)
 # link to the runs that caused an alert with it; empty: the links are paths only.
 EVALSITE_PUBLIC_URL = os.environ.get("EVALSITE_PUBLIC_URL", "").rstrip("/")
 
+# --- Retention (reviews/services/retention.py, docs/retention.md) -------------------------
+# Seconds between runs of the retention task (Celery beat), which deletes each team's runs
+# older than its retention (Team.retention_days) in batches of EVALSITE_RETENTION_BATCH runs,
+# each batch one short transaction, at most EVALSITE_RETENTION_MAX_BATCHES batches a run.
+EVALSITE_RETENTION_INTERVAL = env_float("EVALSITE_RETENTION_INTERVAL", 3600.0)
+EVALSITE_RETENTION_BATCH = env_int("EVALSITE_RETENTION_BATCH", 500)
+EVALSITE_RETENTION_MAX_BATCHES = env_int("EVALSITE_RETENTION_MAX_BATCHES", 200)
+
 CELERY_BEAT_SCHEDULE = {
     "alerts": {"task": "reviews.tasks.alerts_evaluate", "schedule": EVALSITE_ALERT_INTERVAL},
     "sweep-evaluations": {"task": "runs.tasks.sweep", "schedule": EVALSITE_SWEEP_INTERVAL},
     "judge-budgets": {"task": "runs.tasks.budgets_tick", "schedule": EVALSITE_BUDGET_INTERVAL},
     "sweep-otel-spans": {"task": "runs.tasks.otel_sweep", "schedule": EVALSITE_SWEEP_INTERVAL},
+    "retention": {
+        "task": "reviews.tasks.retention_enforce",
+        "schedule": EVALSITE_RETENTION_INTERVAL,
+    },
 }
 
 LOGGING = {

@@ -9,10 +9,6 @@ against the labels per criterion (positive = satisfied, the human label is the t
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-from collections.abc import Iterator
 from typing import Any
 from uuid import UUID
 
@@ -25,6 +21,7 @@ from rubrics.selectors import rubric_get
 from teams.api import Caller, caller, editor
 
 from . import selectors, services
+from .exports import csv_lines, jsonl_lines
 from .outputs import (
     agreement_item_out,
     calibration_out,
@@ -248,37 +245,12 @@ EXPORT_FIELDS = [
     "run_id", "external_id", "agent", "rubric_version", "criterion_id", "criterion",
     "judge_satisfied", "human_satisfied", "agree", "note", "reviewer", "reviewed_at",
 ]  # fmt: skip
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def _cell(value: Any) -> Any:
-    """Spreadsheets run cells that start like a formula: quote them (CSV injection)."""
-    if isinstance(value, str) and value.startswith(FORMULA_START):
-        return "'" + value
-    return value
-
-
-def csv_lines(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=EXPORT_FIELDS)
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({k: _cell(v) for k, v in row.items()})
-        yield buffer.getvalue()
-        buffer.seek(0)
-        buffer.truncate()
-    yield buffer.getvalue()
-
-
-def jsonl_lines(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
-    for row in rows:
-        yield json.dumps(row, ensure_ascii=False) + "\n"
 
 
 def export_response(rubric: Rubric, fmt: str) -> StreamingHttpResponse:
     rows = selectors.review_export_rows(rubric=rubric)
     lines, content_type = (
-        (csv_lines(rows), "text/csv; charset=utf-8")
+        (csv_lines(rows, EXPORT_FIELDS), "text/csv; charset=utf-8")
         if fmt == "csv"
         else (jsonl_lines(rows), "application/x-ndjson; charset=utf-8")
     )

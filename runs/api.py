@@ -8,6 +8,7 @@ from django.http import Http404, HttpRequest
 from ninja import Query, Router, Schema, Status
 
 from evalsite.schemas import ValidationErrorOut, with_errors
+from reviews.services.retention import run_delete
 from teams.api import caller, editor
 
 from .models import FINAL_STATUSES
@@ -111,6 +112,23 @@ def get_run(request: HttpRequest, run_id: UUID):
     if run is None:
         raise Http404("No such run in this team")
     return run_out(run, evaluations_for_run(run=run))
+
+
+@router.delete("/runs/{run_id}", response=with_errors({204: None}, 403, 404, 409))
+def delete_run(
+    request: HttpRequest,
+    run_id: UUID,
+    force: bool = Query(False, description="Delete a protected run too (owners and API keys)"),
+):
+    """Delete a run with its evaluations, verdicts, overrides and labels (editors). A run in a
+    golden set, labelled by a reviewer or the source of a judge example is protected: 409
+    with ``extra.reasons``, unless an owner (or an API key) sends ``force=true``."""
+    who = editor(request)
+    run = run_get(team=who.team, run_id=run_id)
+    if run is None:
+        raise Http404("No such run in this team")
+    run_delete(run=run, force=force, may_force=who.can_manage)
+    return Status(204, None)
 
 
 @router.get("/evaluations/{evaluation_id}", response=with_errors({200: EvaluationOut}, 404))

@@ -1,11 +1,15 @@
 from django.urls import path
 
+from reviews import views_data
+
 from . import views, views_otel
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("runs/", views.run_list, name="run_list"),
+    path("runs/export.<str:fmt>", views_data.runs_export, name="runs_export"),
     path("runs/<uuid:run_id>/", views.run_detail, name="run_detail"),
+    path("runs/<uuid:run_id>/delete/", views_data.run_delete_view, name="run_delete"),
     path("runs/<uuid:run_id>/status/", views.run_status, name="run_status"),
     path("rescore/", views.rescore_start, name="rescore_start"),
     path("batches/", views.batch_list, name="batch_list"),

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from evalsite.errors import page_message
 from evalsite.pagination import InvalidCursor
+from reviews.services.retention import REASONS, run_protection
 from rubrics.models import Criterion, Rubric, RubricVersion
 from teams.access import TeamRequest, editor_required, team_object_or_404, team_required
 
@@ -159,7 +160,12 @@ def run_detail(request: TeamRequest, run_id: Any) -> HttpResponse:
     )
     if detail is None:
         raise Http404("No such run")
-    context = {"d": detail, "run": detail.run, "pending": detail.run.status not in FINAL_STATUSES}
+    context = {
+        "d": detail,
+        "run": detail.run,
+        "pending": detail.run.status not in FINAL_STATUSES,
+        "protection": [REASONS[r] for r in run_protection(run=detail.run)],
+    }
     return render(request, "runs/run_detail.html", context)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from django.db import transaction
 from django.http import HttpRequest
 from ninja import Field, Router, Schema, Status
 from pydantic import ConfigDict
@@ -13,7 +14,7 @@ from evalsite.schemas import with_errors
 
 from .api import caller, editor, manager
 from .models import Team
-from .services import team_update_settings, team_webhook_secret_rotate
+from .services import team_update_retention, team_update_settings, team_webhook_secret_rotate
 
 router = Router(tags=["team"])
 
@@ -32,6 +33,12 @@ class TeamSettingsOut(Schema):
         description="When the cost is unknown, re-scores above this many tokens ask instead"
     )
     judge_prices: dict[str, dict[str, float]] = Field(description=PRICES_HELP)
+    retention_days: int | None = Field(
+        description="Runs older than this many days are deleted (null: kept forever)"
+    )
+    retention_delete_protected: bool = Field(
+        description="Retention also deletes golden-set, human-labelled and example runs"
+    )
 
 
 class TeamSettingsPatch(Schema):
@@ -41,6 +48,11 @@ class TeamSettingsPatch(Schema):
     confirm_cost_above: float | None = None
     confirm_tokens_above: int | None = None
     judge_prices: dict[str, Any] | None = Field(default=None, description=PRICES_HELP)
+    # Any (not int): the service names the field in its 422 for a fraction, a string or 0.
+    retention_days: Any = Field(
+        default=None, description="1..36500 days, or null to keep runs forever (owners)"
+    )
+    retention_delete_protected: Any = Field(default=None, description="true or false (owners)")
 
 
 def _settings_out(team: Team) -> dict[str, Any]:
@@ -48,6 +60,8 @@ def _settings_out(team: Team) -> dict[str, Any]:
         "confirm_cost_above": float(team.confirm_cost_above),
         "confirm_tokens_above": team.confirm_tokens_above,
         "judge_prices": team.judge_prices,
+        "retention_days": team.retention_days,
+        "retention_delete_protected": team.retention_delete_protected,
     }
 
 
@@ -59,11 +73,25 @@ def get_settings(request: HttpRequest):
 
 @router.patch("/settings", response=with_errors({200: TeamSettingsOut}))
 def update_settings(request: HttpRequest, payload: TeamSettingsPatch):
-    """Change the thresholds or the judge prices (editors and API keys); a price below 0, a
-    malformed entry or a threshold out of range is a 422 naming the field."""
-    team = editor(request).team
-    team_update_settings(team=team, **payload.model_dump(exclude_unset=True))
+    """Change the thresholds or the judge prices (editors and API keys) or the retention
+    (owners and API keys: it deletes runs); a price below 0, a malformed entry, a threshold out
+    of range or a retention under 1 day is a 422 naming the field."""
+    changes = payload.model_dump(exclude_unset=True)
+    retention = {k: changes.pop(k) for k in RETENTION_FIELDS if k in changes}
+    team = (manager(request) if retention else editor(request)).team
+    with transaction.atomic():  # all the fields change, or none
+        if retention:
+            team_update_retention(
+                team=team, **{RETENTION_FIELDS[k]: v for k, v in retention.items()}
+            )
+        team_update_settings(team=team, **changes)
     return _settings_out(team)
+
+
+RETENTION_FIELDS = {
+    "retention_days": "retention_days",
+    "retention_delete_protected": "delete_protected",
+}
 
 
 class WebhookSecretOut(Schema):

@@ -20,6 +20,11 @@ class Team(models.Model):
     # once, when it is made (teams.services.team_webhook_secret_rotate).
     webhook_secret_encrypted = models.TextField(blank=True)
     webhook_secret_rotated_at = models.DateTimeField(null=True, blank=True)
+    # Runs older than this many days are deleted with their evaluations, verdicts and labels
+    # (reviews.services.retention, a beat task); NULL: kept forever.
+    retention_days = models.PositiveIntegerField(null=True, blank=True)
+    # Retention also deletes protected runs (golden set, human labels, judge examples).
+    retention_delete_protected = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

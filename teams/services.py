@@ -135,6 +135,44 @@ def team_update_settings(
     return team
 
 
+# A century: anything longer is a typo, not a policy.
+RETENTION_DAYS_MAX = 36_500
+UNCHANGED: Any = object()
+
+
+def team_update_retention(
+    *, team: Team, retention_days: Any = UNCHANGED, delete_protected: Any = UNCHANGED
+) -> Team:
+    """How long the team keeps runs (owners: it deletes data). ``retention_days`` None keeps
+    runs forever; otherwise whole days in 1..RETENTION_DAYS_MAX. Errors name the field."""
+    errors: dict[str, str] = {}
+    fields: dict[str, Any] = {}
+    if retention_days is not UNCHANGED:
+        if problem := retention_days_error(retention_days):
+            errors["retention_days"] = problem
+        fields["retention_days"] = retention_days
+    if delete_protected is not UNCHANGED:
+        if not isinstance(delete_protected, bool):
+            errors["retention_delete_protected"] = "must be true or false"
+        fields["retention_delete_protected"] = delete_protected
+    if errors:
+        raise TeamValidationError(errors)
+    for name, value in fields.items():
+        setattr(team, name, value)
+    team.save(update_fields=list(fields))
+    return team
+
+
+def retention_days_error(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return "must be a whole number of days, or null to keep runs forever"
+    if not 1 <= value <= RETENTION_DAYS_MAX:
+        return f"must be between 1 and {RETENTION_DAYS_MAX:,} days (or null: keep forever)"
+    return ""
+
+
 def _dollars(value: Any) -> tuple[Decimal, str]:
     try:
         amount = Decimal(str(value))

@@ -7,6 +7,7 @@ urlpatterns = [
     path("team/none/", views.no_team, name="no_team"),
     path("team/", views.team_settings, name="team_settings"),
     path("team/settings/", views.team_settings_save, name="team_settings_save"),
+    path("team/retention/", views.team_retention_save, name="team_retention_save"),
     path("team/budget/", views.team_budget_save, name="team_budget_save"),
     path("team/keys/", views.api_key_new, name="api_key_new"),
     path("team/keys/<uuid:key_id>/revoke/", views.api_key_revoke_view, name="api_key_revoke"),

@@ -38,6 +38,7 @@ from .services import (
     connection_create,
     connection_delete,
     connection_update,
+    team_update_retention,
     team_update_settings,
     team_webhook_secret_rotate,
 )
@@ -123,6 +124,23 @@ class TeamSettingsForm(forms.Form):
             "confirm_tokens_above": team.confirm_tokens_above,
             "judge_prices": "\n".join(lines),
         }
+
+
+class RetentionForm(forms.Form):
+    """How long runs are kept (owners: retention deletes data)."""
+
+    retention_days = forms.IntegerField(
+        required=False,
+        label="Keep runs for (days)",
+        help_text="Runs older than this are deleted with their evaluations and labels, every "
+        "hour. Empty: keep runs forever.",
+    )
+    retention_delete_protected = forms.BooleanField(
+        required=False,
+        label="Also delete protected runs",
+        help_text="Golden-set runs, runs a reviewer labelled and runs judge examples came from "
+        "are kept unless this is ticked.",
+    )
 
 
 class BudgetForm(forms.Form):
@@ -212,6 +230,15 @@ def _settings_page(request: TeamRequest, *, status: int = 200, **context: Any) -
     context.setdefault(
         "settings_form", TeamSettingsForm(initial=TeamSettingsForm.initial_for(team))
     )
+    context.setdefault(
+        "retention_form",
+        RetentionForm(
+            initial={
+                "retention_days": team.retention_days,
+                "retention_delete_protected": team.retention_delete_protected,
+            }
+        ),
+    )
     context["keys"] = api_keys_list(team=team).select_related("created_by")
     context["budget"] = budget = budget_for(team=team)
     context["budget_periods"] = budget_usage(team=team)
@@ -245,6 +272,27 @@ def team_settings_save(request: TeamRequest) -> HttpResponse:
             messages.success(request, "Team settings saved.")
             return redirect("team_settings")
     return _settings_page(request, settings_form=form)
+
+
+@owner_required
+@require_POST
+def team_retention_save(request: TeamRequest) -> HttpResponse:
+    form = RetentionForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            team_update_retention(
+                team=request.team,
+                retention_days=data["retention_days"],
+                delete_protected=data["retention_delete_protected"],
+            )
+        except TeamValidationError as exc:
+            for field, message in exc.errors.items():
+                form.add_error(field if field in form.fields else None, message)
+        else:
+            messages.success(request, "Retention saved.")
+            return redirect("team_settings")
+    return _settings_page(request, retention_form=form, status=422)
 
 
 @editor_required
