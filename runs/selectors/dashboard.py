@@ -21,6 +21,7 @@ from ..models import (
     Evaluation,
     Status,
 )
+from ..models_rollup import NO_RUBRIC, RunDayRollup
 from .runs import run_get
 
 
@@ -106,18 +107,14 @@ BANDS = tuple(label for _, label in BAND_FLOORS)  # the engine's alignment bands
 
 
 def home_overview(*, team: Team, days: int = 30) -> HomeOverview:
-    """The home page's charts over the last ``days`` days, bucketed by UTC day: one grouped
-    query over runs, one over evaluations (both index-only on PostgreSQL, see the
-    run_team_day_result and eval_team_day_usage indexes), one for rubric names."""
+    """The home page's charts over the last ``days`` days, bucketed by UTC day: the runs'
+    results from their rollup (one row per rubric and day), one grouped query over evaluations
+    (index-only on PostgreSQL, see the eval_team_day_usage index), one for rubric names."""
     today = timezone.now().astimezone(UTC).date()
     day_list = [today - timedelta(days=i) for i in range(days - 1, -1, -1)]
     since = datetime.combine(day_list[0], datetime.min.time(), tzinfo=UTC)
-    run_rows = (
-        AgentRun.objects.filter(team=team, created_at__gte=since)
-        .annotate(day=TruncDate("created_at", tzinfo=UTC))
-        .values("rubric_id", "day", "passed")
-        .annotate(n=Count("created_at"))
-        .order_by()
+    run_rows = RunDayRollup.objects.filter(team=team, day__gte=day_list[0]).values(
+        "rubric_ref", "day", "runs", "judged", "passed"
     )
     eval_rows = (
         Evaluation.objects.filter(team=team, created_at__gte=since)
@@ -143,20 +140,14 @@ def home_overview(*, team: Team, days: int = 30) -> HomeOverview:
 
 
 def _pass_rate_series(overview: HomeOverview, rows: list[dict[str, Any]]) -> dict[Any, dict]:
-    """Fill the run totals; return {rubric id: {day: (passed, judged)}}."""
+    """Fill the run totals; return {rubric id: {day: (passed, judged)}} (days with a result)."""
     series: dict[Any, dict] = {}
     for row in rows:
-        overview.runs_total += row["n"]
-        if row["passed"] is None:
-            continue
-        overview.judged_total += row["n"]
-        overview.passed_total += row["n"] if row["passed"] else 0
-        if row["rubric_id"] is not None:
-            passed, judged = series.setdefault(row["rubric_id"], {}).get(row["day"], (0, 0))
-            series[row["rubric_id"]][row["day"]] = (
-                passed + (row["n"] if row["passed"] else 0),
-                judged + row["n"],
-            )
+        overview.runs_total += row["runs"]
+        overview.judged_total += row["judged"]
+        overview.passed_total += row["passed"]
+        if row["rubric_ref"] != NO_RUBRIC and row["judged"]:
+            series.setdefault(row["rubric_ref"], {})[row["day"]] = (row["passed"], row["judged"])
     return series
 
 
