@@ -72,3 +72,31 @@ class CriterionDayRollup(models.Model):
 
     def __str__(self) -> str:
         return f"{self.day} {self.criterion_ref}: {self.failed}/{self.judged}"
+
+
+class EvaluationDayRollup(models.Model):
+    """Ended evaluations (succeeded, failed, cancelled, nothing to judge) of one team created
+    on one UTC day, per kind and status, and for current alignment evaluations per band: how
+    many, and the judge usage they recorded. Pending ones are few and read raw."""
+
+    id = models.BigAutoField(primary_key=True)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    kind = models.CharField(max_length=16)
+    status = models.CharField(max_length=20)
+    band = models.CharField(max_length=16, blank=True)  # "" unless a current alignment result
+    evaluations = models.IntegerField(default=0)
+    tokens = models.BigIntegerField(default=0)
+    cost = models.FloatField(null=True, blank=True)  # None: no evaluation had a known cost
+    calls = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            # The upsert's conflict target; also serves the home page (team, a window of days).
+            models.UniqueConstraint(
+                fields=["team", "day", "kind", "status", "band"], name="eval_rollup_unique_day"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.kind} {self.status} {self.band}: {self.evaluations}"

@@ -24,6 +24,11 @@ from .groupcommit import GroupCommit
 from .notify import evaluations_ended
 from .rescore_dispatch import batch_evaluation_finished
 from .rollups import rollup_verdicts_changed, verdict_rollup_rows
+from .rollups_evaluations import (
+    demoted_rows,
+    rollup_evaluations_demoted,
+    rollup_evaluations_ended,
+)
 from .run_state import run_refresh, runs_refresh, state_rows, update_rows
 
 
@@ -67,6 +72,7 @@ def record_failure(
             **_usage_fields(calls),
         )
         if done:
+            rollup_evaluations_ended(ids=[evaluation.id])
             run_refresh(evaluation.run_id)
             _batch_hook(evaluation)
             evaluations_ended([evaluation.id])  # delivered at commit
@@ -166,6 +172,7 @@ def _write(jobs: list[Finished], runs: dict[Any, AgentRun]) -> None:
         else:
             breakdowns += _alignment_rows(evaluation, job.result)
     removed = verdict_rollup_rows(evaluation_ids=current.demoted) if current.demoted else []
+    banded = demoted_rows(ids=current.demoted) if current.demoted else []
     if current.demoted:
         Evaluation.objects.filter(id__in=current.demoted).update(is_current=False)
         CriterionVerdict.objects.filter(evaluation_id__in=current.demoted).update(is_current=False)
@@ -174,6 +181,8 @@ def _write(jobs: list[Finished], runs: dict[Any, AgentRun]) -> None:
     if verdicts:
         CriterionVerdict.objects.bulk_create([v for v, _ in verdicts])
     rollup_verdicts_changed(added=verdicts, removed=removed)
+    rollup_evaluations_demoted(rows=banded)
+    rollup_evaluations_ended(ids=[job.evaluation.id for job in jobs], finished_at=now)
     if breakdowns:
         AlignmentBreakdown.objects.bulk_create(breakdowns)
     _applied(rows, updates, current.demoted)

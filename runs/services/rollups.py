@@ -19,7 +19,8 @@ from django.db.models.functions import TruncDate
 from teams.models import Team
 
 from ..models import AgentRun, CriterionVerdict
-from ..models_rollup import NO_RUBRIC, CriterionDayRollup, RunDayRollup
+from ..models_rollup import NO_RUBRIC, CriterionDayRollup, EvaluationDayRollup, RunDayRollup
+from .rollups_evaluations import recount_evaluations
 
 RunKey = tuple[Any, Any, date]  # (team id, rubric id or NO_RUBRIC, day)
 CriterionKey = tuple[Any, Any, Any, Any, date]  # (team, rubric, version, criterion, day)
@@ -165,15 +166,23 @@ def rollups_rebuild(*, team: Team | None = None) -> dict[str, int]:
         connection = connections[router.db_for_write(RunDayRollup)]
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
-                for model in (RunDayRollup, CriterionDayRollup):
+                for model in (RunDayRollup, CriterionDayRollup, EvaluationDayRollup):
                     table = connection.ops.quote_name(model._meta.db_table)
                     cursor.execute(f"LOCK TABLE {table} IN EXCLUSIVE MODE")
         scope = {"team": team} if team is not None else {}
         RunDayRollup.objects.filter(**scope).delete()
         CriterionDayRollup.objects.filter(**scope).delete()
+        EvaluationDayRollup.objects.filter(**scope).delete()
         runs = RunDayRollup.objects.bulk_create(_recount_runs(scope), batch_size=1000)
         criteria = CriterionDayRollup.objects.bulk_create(_recount_criteria(scope), batch_size=1000)
-    return {"run_days": len(runs), "criterion_days": len(criteria)}
+        evaluations = EvaluationDayRollup.objects.bulk_create(
+            recount_evaluations(scope), batch_size=1000
+        )
+    return {
+        "run_days": len(runs),
+        "criterion_days": len(criteria),
+        "evaluation_days": len(evaluations),
+    }
 
 
 def _recount_runs(scope: dict[str, Any]) -> list[RunDayRollup]:

@@ -4,6 +4,7 @@ rebuild command reproduces the incrementally maintained values."""
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections import Counter
 from datetime import UTC
@@ -15,7 +16,16 @@ from django.core.management import call_command
 from reviews.models import VerdictOverride
 from reviews.services import ReviewConflict, override_create, override_revert
 from rubrics.services import rubric_set_criteria
-from runs.models import AgentRun, CriterionDayRollup, CriterionVerdict, Kind, RunDayRollup
+from runs.models import (
+    FINAL_STATUSES,
+    AgentRun,
+    CriterionDayRollup,
+    CriterionVerdict,
+    Evaluation,
+    EvaluationDayRollup,
+    Kind,
+    RunDayRollup,
+)
 from runs.models_rollup import NO_RUBRIC
 from tests.conftest import queued_evaluation
 
@@ -64,9 +74,32 @@ def rollup_criterion_days() -> dict[tuple, tuple]:
     }
 
 
+def raw_evaluation_days() -> dict[tuple, tuple]:
+    """(team, day, kind, status, band of a current alignment result) -> (evaluations, tokens,
+    calls) over the ended evaluations."""
+    days: dict[tuple, list[int]] = {}
+    for e in Evaluation.objects.filter(status__in=FINAL_STATUSES):
+        band = e.band if e.kind == Kind.ALIGNMENT and e.is_current else ""
+        key = (e.team_id, e.created_at.astimezone(UTC).date(), e.kind, e.status, band)
+        row = days.setdefault(key, [0, 0, 0])
+        row[0] += 1
+        row[1] += e.prompt_tokens + e.completion_tokens
+        row[2] += e.judge_calls
+    return {k: tuple(v) for k, v in days.items()}
+
+
+def rollup_evaluation_days() -> dict[tuple, tuple]:
+    return {
+        (r.team_id, r.day, r.kind, r.status, r.band): (r.evaluations, r.tokens, r.calls)
+        for r in EvaluationDayRollup.objects.all()
+        if r.evaluations or r.tokens or r.calls
+    }
+
+
 def assert_rollups_agree() -> None:
     assert rollup_run_days() == raw_run_days()
     assert rollup_criterion_days() == raw_criterion_days()
+    assert rollup_evaluation_days() == raw_evaluation_days()
 
 
 def random_step(rng: random.Random, rubrics: list[Any], reviewer: Any, make_run: Any) -> None:
@@ -88,15 +121,18 @@ def random_step(rng: random.Random, rubrics: list[Any], reviewer: Any, make_run:
     elif step == "revert":
         rows = list(VerdictOverride.objects.order_by("created_at", "id"))
         if rows:
-            try:
+            # A change no longer in effect is refused: nothing changes.
+            with contextlib.suppress(ReviewConflict):
                 override_revert(row=rng.choice(rows), reviewer=reviewer)
-            except ReviewConflict:  # no longer in effect: refused, nothing changes
-                pass
     elif step == "rescore":
         run = rng.choice(judged)
         rubric = next(r for r in rubrics if r.pk == run.rubric_id)
         rubric.refresh_from_db()
         queued_evaluation(run=run, kind=Kind.RUBRIC, rubric=rubric, version=rubric.current_version)
+        if rubric.alignment_mode != "off":
+            queued_evaluation(
+                run=run, kind=Kind.ALIGNMENT, rubric=rubric, alignment_mode=rubric.alignment_mode
+            )
         judge_pending()
     else:  # a new version with other criteria: re-scores on it demote the old verdicts
         rubric = rng.choice(rubrics)
@@ -111,12 +147,15 @@ def test_rollups_agree_with_raw_counts_after_random_ingests_overrides_and_rescor
     seed, rubric, make_rubric, reviewer, make_run
 ):
     rng = random.Random(seed)
-    rubrics = [rubric, make_rubric(name="Second", criteria=CRITERIA, alignment_mode="off")]
+    # The second rubric also judges prompt alignment: bands, and their demotion on re-scores.
+    rubrics = [rubric, make_rubric(name="Second", criteria=CRITERIA, alignment_mode="user")]
     for _ in range(30):
         random_step(rng, rubrics, reviewer, make_run)
         assert_rollups_agree()
     assert VerdictOverride.objects.exists()  # the sequence did exercise overrides
     assert CriterionVerdict.objects.filter(is_current=False).exists()  # and re-scores
+    demoted = Evaluation.objects.filter(kind=Kind.ALIGNMENT, is_current=False, status="succeeded")
+    assert demoted.exists()  # and alignment results a re-score demoted
 
 
 def test_the_rebuild_command_reproduces_the_incremental_rollups(
@@ -127,16 +166,16 @@ def test_the_rebuild_command_reproduces_the_incremental_rollups(
     for _ in range(15):
         random_step(rng, rubrics, reviewer, make_run)
     make_run(team=other_team, output=PASSING)  # no rubric: counted under NO_RUBRIC
-    runs, criteria = rollup_run_days(), rollup_criterion_days()
-    assert runs and criteria
+    kept = (rollup_run_days(), rollup_criterion_days(), rollup_evaluation_days())
+    assert all(kept)
 
     call_command("rollups_rebuild", "--team", rubric.team.slug, verbosity=0)
-    assert (rollup_run_days(), rollup_criterion_days()) == (runs, criteria)
+    assert (rollup_run_days(), rollup_criterion_days(), rollup_evaluation_days()) == kept
 
-    RunDayRollup.objects.all().delete()
-    CriterionDayRollup.objects.all().delete()
+    for model in (RunDayRollup, CriterionDayRollup, EvaluationDayRollup):
+        model.objects.all().delete()
     call_command("rollups_rebuild", verbosity=0)
-    assert (rollup_run_days(), rollup_criterion_days()) == (runs, criteria)
+    assert (rollup_run_days(), rollup_criterion_days(), rollup_evaluation_days()) == kept
 
 
 def test_the_rebuild_command_names_an_unknown_team(db):

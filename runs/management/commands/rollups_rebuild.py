@@ -26,5 +26,6 @@ class Command(BaseCommand):
                 raise CommandError(f"--team: no team with the slug {options['team']!r}")
         done = rollups_rebuild(team=team)
         self.stdout.write(
-            f"rebuilt {done['run_days']} run day(s) and {done['criterion_days']} criterion day(s)"
+            f"rebuilt {done['run_days']} run day(s), {done['criterion_days']} criterion day(s) "
+            f"and {done['evaluation_days']} evaluation day(s)"
         )
