@@ -26,6 +26,7 @@ from .rescore_dispatch import batch_evaluation_finished
 from .rollups import rollup_verdicts_changed, verdict_rollup_rows
 from .rollups_evaluations import (
     demoted_rows,
+    rollup_evaluations_counted,
     rollup_evaluations_demoted,
     rollup_evaluations_ended,
 )
@@ -178,16 +179,29 @@ def _write(jobs: list[Finished], runs: dict[Any, AgentRun]) -> None:
         CriterionVerdict.objects.filter(evaluation_id__in=current.demoted).update(is_current=False)
     for names, group in updates.items():
         update_rows(Evaluation, group, names)
+    written = {e.pk: e for group in updates.values() for e in group}
     if verdicts:
         CriterionVerdict.objects.bulk_create([v for v, _ in verdicts])
     rollup_verdicts_changed(added=verdicts, removed=removed)
     rollup_evaluations_demoted(rows=banded)
-    rollup_evaluations_ended(ids=[job.evaluation.id for job in jobs], finished_at=now)
+    rollup_evaluations_counted(rows=[_ended_row(job.evaluation, written) for job in jobs])
     if breakdowns:
         AlignmentBreakdown.objects.bulk_create(breakdowns)
     _applied(rows, updates, current.demoted)
     before = {pk: (r.team_id, r.rubric_id, r.created_at, r.passed) for pk, r in runs.items()}
     runs_refresh({run_id: run.rubric_id for run_id, run in runs.items()}, rows, before)
+
+
+def _ended_row(evaluation: Evaluation, written: dict[Any, Evaluation]) -> dict[str, Any]:
+    """The evaluation as this write left it, as the evaluations' rollup counts it."""
+    row = written[evaluation.pk]
+    return {
+        "team_id": evaluation.team_id, "created_at": evaluation.created_at,
+        "kind": evaluation.kind, "status": row.status, "is_current": row.is_current,
+        "band": getattr(row, "band", "") or "", "prompt_tokens": row.prompt_tokens,
+        "completion_tokens": row.completion_tokens, "cost": row.cost,
+        "judge_calls": row.judge_calls,
+    }  # fmt: skip
 
 
 def _applied(

@@ -27,8 +27,13 @@ def rollup_evaluations_ended(*, ids: Iterable[Any], finished_at: datetime | None
     rows = Evaluation.objects.filter(id__in=list(ids), status__in=FINAL_STATUSES)
     if finished_at is not None:
         rows = rows.filter(finished_at=finished_at)
+    rollup_evaluations_counted(rows=list(rows.values(*FIELDS)))
+
+
+def rollup_evaluations_counted(*, rows: list[dict[str, Any]]) -> None:
+    """Count ended evaluations the caller has in hand (``rows``: the FIELDS as written)."""
     deltas: dict[EvalKey, list[Any]] = {}
-    for row in rows.values(*FIELDS):
+    for row in rows:
         _add(deltas, _key(row, _band(row)), row, 1)
     _upsert(deltas)
 
