@@ -86,14 +86,13 @@ def rollup_verdicts_changed(
 
 def verdict_rollup_rows(*, evaluation_ids: Any) -> list[dict[str, Any]]:
     """The current verdicts of these evaluations as rollup_verdicts_changed takes them."""
-    return list(
-        CriterionVerdict.objects.filter(
-            evaluation_id__in=evaluation_ids, is_current=True, criterion__isnull=False
-        ).values(
-            "team_id", "rubric_id", "criterion__version_id", "criterion_id", "run_created_at",
-            "satisfied",
-        )
+    rows = CriterionVerdict.objects.filter(
+        evaluation_id__in=evaluation_ids, is_current=True, criterion__isnull=False
+    ).values(
+        "team_id", "rubric_id", "criterion__version_id", "criterion_id", "run_created_at",
+        "satisfied",
     )  # fmt: skip
+    return [dict(row) for row in rows]
 
 
 def _greatest(vendor: str) -> str:

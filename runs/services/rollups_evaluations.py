@@ -89,7 +89,8 @@ def _upsert(deltas: dict[EvalKey, list[Any]]) -> None:
         f"cost = CASE WHEN {t}.cost IS NULL AND excluded.cost IS NULL THEN NULL "
         f"ELSE COALESCE({t}.cost, 0) + COALESCE(excluded.cost, 0) END"
     )
-    fields = [EvaluationDayRollup._meta.get_field(name) for name in COLUMNS]
+    model: Any = EvaluationDayRollup
+    fields = [model._meta.get_field(name) for name in COLUMNS]
     # Sorted keys: concurrent writers lock shared rows in one order (no deadlock).
     items = sorted(deltas.items(), key=lambda kv: (str(kv[0][0]), *kv[0][1:]))
     params = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import connections, router
+from django.db import connections, router, transaction
 
 from ..hooks import result_adjusters
 from ..models import AgentRun, Evaluation, Kind, Status
@@ -91,12 +91,10 @@ def runs_refresh(
 def _before(run_ids: list[Any]) -> dict[Any, tuple]:
     """The runs' results before the refresh, their rows locked (most callers hold the locks
     already) so two refreshes of one run move its rollup once each, in turn."""
-    rows = (
-        AgentRun.objects.select_for_update(no_key=True)
-        .filter(pk__in=run_ids)
-        .order_by("pk")
-        .values_list("pk", "team_id", "rubric_id", "created_at", "passed")
-    )
+    runs = AgentRun.objects.filter(pk__in=run_ids).order_by("pk")
+    if transaction.get_connection().in_atomic_block:  # every caller's case; FOR UPDATE needs it
+        runs = runs.select_for_update(no_key=True)
+    rows = runs.values_list("pk", "team_id", "rubric_id", "created_at", "passed")
     return {pk: tuple(rest) for pk, *rest in rows}
 
 
