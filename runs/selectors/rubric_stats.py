@@ -168,7 +168,9 @@ def failing_runs_walk(
     *, rubric: Rubric, criterion: Criterion, run_id: Any = None
 ) -> FailingRunStep | None:
     """Walk the runs failing ``criterion`` (current verdicts), newest first, on the keyset
-    (run_created_at, run_id). Without ``run_id`` the walk starts at the newest. Five queries."""
+    (run_created_at, run_id). Without ``run_id`` the walk starts at the newest. Five queries;
+    the position and total come from the criterion's rollup (CriterionDayRollup) and a count
+    within one day."""
     failing = CriterionVerdict.objects.filter(
         team_id=rubric.team_id,
         rubric=rubric,
@@ -192,10 +194,17 @@ def failing_runs_walk(
         .first()
     )
     older_id = newest_first.filter(older).values_list("run_id", flat=True).first()
+    # Counts from the rollups, and raw only within the verdict's own UTC day: bounded work.
+    day = at.astimezone(UTC).date()
+    day_start = datetime.combine(day, datetime.min.time(), tzinfo=UTC)
+    same_day = failing.filter(newer, run_created_at__lt=day_start + timedelta(days=1)).count()
+    days = CriterionDayRollup.objects.filter(criterion_ref=criterion.id).aggregate(
+        total=Sum("failed"), later=Sum("failed", filter=Q(day__gt=day))
+    )
     return FailingRunStep(
         verdict=verdict,
         newer_run_id=newer_id,
         older_run_id=older_id,
-        position=failing.filter(newer).count() + 1,
-        total=failing.count(),
+        position=(days["later"] or 0) + same_day + 1,
+        total=days["total"] or 0,
     )
