@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from reviews.models import VerdictOverride
 from reviews.services import ReviewConflict, override_create, override_revert
@@ -27,6 +28,7 @@ from runs.models import (
     RunDayRollup,
 )
 from runs.models_rollup import NO_RUBRIC
+from runs.services.rescore import RescoreScope, batch_cancel, batch_create
 from tests.conftest import queued_evaluation
 
 from .conftest import CRITERIA, FAILING, PASSING, judge_pending
@@ -179,7 +181,20 @@ def test_the_rebuild_command_reproduces_the_incremental_rollups(
 
 
 def test_the_rebuild_command_names_an_unknown_team(db):
-    from django.core.management.base import CommandError
-
     with pytest.raises(CommandError, match="--team"):
         call_command("rollups_rebuild", "--team", "nope")
+
+
+def test_a_cancelled_rescore_batch_counts_its_cancelled_evaluations_once(
+    team, rubric, make_run, reviewer
+):
+    runs = [make_run(rubric=rubric.slug, output=PASSING) for _ in range(3)]
+    judge_pending()
+    batch, _ = batch_create(team=team, rubric=rubric, scope=RescoreScope(runs=tuple(r.pk for r in runs)))  # fmt: skip
+
+    batch_cancel(batch=batch)
+    batch_cancel(batch=batch)  # a second cancel changes nothing
+
+    cancelled = [k for k in rollup_evaluation_days() if k[3] == "cancelled"]
+    assert len(cancelled) == 1 and rollup_evaluation_days()[cancelled[0]][0] == 3
+    assert_rollups_agree()
