@@ -15,12 +15,14 @@ from runs.scoring.rules import BANDS as BAND_FLOORS
 from teams.models import Team
 
 from ..models import (
+    PENDING_STATUSES,
     AgentRun,
     AlignmentBreakdown,
     CriterionVerdict,
     Evaluation,
     Status,
 )
+from ..models_rollup import NO_RUBRIC, EvaluationDayRollup, RunDayRollup
 from .runs import run_get
 
 
@@ -106,25 +108,26 @@ BANDS = tuple(label for _, label in BAND_FLOORS)  # the engine's alignment bands
 
 
 def home_overview(*, team: Team, days: int = 30) -> HomeOverview:
-    """The home page's charts over the last ``days`` days, bucketed by UTC day: one grouped
-    query over runs, one over evaluations (both index-only on PostgreSQL, see the
-    run_team_day_result and eval_team_day_usage indexes), one for rubric names."""
+    """The home page's charts over the last ``days`` days, bucketed by UTC day, from the
+    rollups (runs per rubric and day, ended evaluations per day, kind, status and band), one
+    grouped query over the pending evaluations, one for rubric names."""
     today = timezone.now().astimezone(UTC).date()
     day_list = [today - timedelta(days=i) for i in range(days - 1, -1, -1)]
     since = datetime.combine(day_list[0], datetime.min.time(), tzinfo=UTC)
-    run_rows = (
-        AgentRun.objects.filter(team=team, created_at__gte=since)
-        .annotate(day=TruncDate("created_at", tzinfo=UTC))
-        .values("rubric_id", "day", "passed")
-        .annotate(n=Count("created_at"))
-        .order_by()
+    run_rows = RunDayRollup.objects.filter(team=team, day__gte=day_list[0]).values(
+        "rubric_ref", "day", "runs", "judged", "passed"
     )
-    eval_rows = (
-        Evaluation.objects.filter(team=team, created_at__gte=since)
+    ended = EvaluationDayRollup.objects.filter(team=team, day__gte=day_list[0]).values(
+        "day", "kind", "status", "band", "evaluations", "tokens", "cost", "calls"
+    )
+    # Pending evaluations are not rolled up (they are counted when they end): few, read from
+    # the eval_team_status index.
+    pending = (
+        Evaluation.objects.filter(team=team, status__in=PENDING_STATUSES, created_at__gte=since)
         .annotate(day=TruncDate("created_at", tzinfo=UTC))
-        .values("day", "kind", "status", "is_current", "band")
+        .values("day", "kind", "status")
         .annotate(
-            n=Count("created_at"),
+            evaluations=Count("created_at"),
             tokens=Sum(F("prompt_tokens") + F("completion_tokens")),
             cost=Sum("cost"),
             calls=Sum("judge_calls"),
@@ -138,35 +141,29 @@ def home_overview(*, team: Team, days: int = 30) -> HomeOverview:
         ({"id": k, "name": names.get(k, "?"), "points": v} for k, v in series.items()),
         key=lambda s: s["name"],
     )
-    _evaluation_totals(overview, [dict(r) for r in eval_rows])
+    _evaluation_totals(overview, [dict(r) for r in ended] + [dict(r, band="") for r in pending])
     return overview
 
 
 def _pass_rate_series(overview: HomeOverview, rows: list[dict[str, Any]]) -> dict[Any, dict]:
-    """Fill the run totals; return {rubric id: {day: (passed, judged)}}."""
+    """Fill the run totals; return {rubric id: {day: (passed, judged)}} (days with a result)."""
     series: dict[Any, dict] = {}
     for row in rows:
-        overview.runs_total += row["n"]
-        if row["passed"] is None:
-            continue
-        overview.judged_total += row["n"]
-        overview.passed_total += row["n"] if row["passed"] else 0
-        if row["rubric_id"] is not None:
-            passed, judged = series.setdefault(row["rubric_id"], {}).get(row["day"], (0, 0))
-            series[row["rubric_id"]][row["day"]] = (
-                passed + (row["n"] if row["passed"] else 0),
-                judged + row["n"],
-            )
+        overview.runs_total += row["runs"]
+        overview.judged_total += row["judged"]
+        overview.passed_total += row["passed"]
+        if row["rubric_ref"] != NO_RUBRIC and row["judged"]:
+            series.setdefault(row["rubric_ref"], {})[row["day"]] = (row["passed"], row["judged"])
     return series
 
 
 def _evaluation_totals(overview: HomeOverview, rows: list[dict[str, Any]]) -> None:
     statuses = dict.fromkeys(Status.values, 0)
     bands = dict.fromkeys(BANDS, 0)
-    for row in rows:
-        statuses[row["status"]] = statuses.get(row["status"], 0) + row["n"]
-        if row["kind"] == "alignment" and row["is_current"] and row["band"] in bands:
-            bands[row["band"]] += row["n"]
+    for row in rows:  # "band" is set only on current alignment results
+        statuses[row["status"]] = statuses.get(row["status"], 0) + row["evaluations"]
+        if row["kind"] == "alignment" and row["band"] in bands:
+            bands[row["band"]] += row["evaluations"]
         day = overview.usage.setdefault(row["day"], {"tokens": 0, "cost": None, "calls": 0})
         day["tokens"] += row["tokens"] or 0
         day["calls"] += row["calls"] or 0

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.db.models import Count, Max, Q
+from django.db.models import Count, Max, Q, Sum
 from django.utils import timezone
 
 from rubrics.models import Criterion, Rubric, RubricVersion
@@ -18,8 +18,9 @@ from rubrics.selectors import version_criteria
 from teams.models import Team
 
 from ..models import AgentRun, CriterionVerdict, Evaluation, Status
+from ..models_rollup import CriterionDayRollup, RunDayRollup
 
-PASS_RATE_WINDOW = timedelta(days=30)
+PASS_RATE_DAYS = 30  # UTC days, today included (as the home page's charts)
 
 
 @dataclass
@@ -36,9 +37,9 @@ class RubricRow:
 
 
 def rubric_rows(*, team: Team, include_archived: bool = False) -> list[RubricRow]:
-    """The rubric list: current version, criteria count, and over the last 30 days the pass
-    rate and the newest run. Three queries whatever the number of rubrics; the run counts are
-    an index-only scan of the window (run_team_day_result)."""
+    """The rubric list: current version, criteria count, and over the last 30 UTC days the
+    pass rate and the newest run. Three queries whatever the number of rubrics or runs; the
+    run counts come from the rollups (one row per rubric and day)."""
     rubrics = Rubric.objects.filter(team=team).select_related("current_version")
     if not include_archived:
         rubrics = rubrics.filter(archived_at__isnull=True)
@@ -53,19 +54,15 @@ def rubric_rows(*, team: Team, include_archived: bool = False) -> list[RubricRow
         .order_by()
         .values_list("version_id", "n")
     )
-    since = timezone.now() - PASS_RATE_WINDOW
+    since = timezone.now().astimezone(UTC).date() - timedelta(days=PASS_RATE_DAYS - 1)
     stats = (
-        AgentRun.objects.filter(team=team, created_at__gte=since, rubric_id__in=list(rows))
-        .values("rubric_id")
-        .annotate(
-            judged=Count("created_at", filter=Q(passed__isnull=False)),
-            passed=Count("created_at", filter=Q(passed=True)),
-            last=Max("created_at"),
-        )
+        RunDayRollup.objects.filter(team=team, day__gte=since, rubric_ref__in=list(rows))
+        .values("rubric_ref")
+        .annotate(judged=Sum("judged"), passed=Sum("passed"), last=Max("last_run_at"))
         .order_by()
     )
     for s in stats:
-        row = rows[s["rubric_id"]]
+        row = rows[s["rubric_ref"]]
         row.judged, row.passed, row.last_run_at = s["judged"], s["passed"], s["last"]
     for row in rows.values():
         version_id = row.rubric.current_version_id
@@ -136,20 +133,15 @@ class CriterionFailures:
 
 def rubric_failure_rates(*, rubric: Rubric, version: RubricVersion) -> list[CriterionFailures]:
     """Each criterion of ``version`` with its failure count and rate over the runs whose
-    current verdicts come from that version, most failed first. Two queries."""
+    current verdicts come from that version, most failed first. Two queries; the counts come
+    from the rollups (one row per criterion and day)."""
     criteria = version_criteria(version_id=version.id)
-    # Criterion rows belong to one version of this rubric, so their ids scope the count; it
-    # is read from the verdict_criterion_stats index alone.
+    # Criterion rows belong to one version of this rubric, so their ids scope the count.
     stats: dict[Any, dict[str, Any]] = {
-        row["criterion_id"]: dict(row)
-        for row in CriterionVerdict.objects.filter(
-            criterion_id__in=[c.id for c in criteria], is_current=True
-        )
-        .values("criterion_id")
-        .annotate(
-            judged=Count("criterion_id"),
-            failed=Count("criterion_id", filter=Q(satisfied=False)),
-        )
+        row["criterion_ref"]: dict(row)
+        for row in CriterionDayRollup.objects.filter(criterion_ref__in=[c.id for c in criteria])
+        .values("criterion_ref")
+        .annotate(judged=Sum("judged"), failed=Sum("failed"))
         .order_by()
     }
     rows = [
@@ -176,7 +168,9 @@ def failing_runs_walk(
     *, rubric: Rubric, criterion: Criterion, run_id: Any = None
 ) -> FailingRunStep | None:
     """Walk the runs failing ``criterion`` (current verdicts), newest first, on the keyset
-    (run_created_at, run_id). Without ``run_id`` the walk starts at the newest. Five queries."""
+    (run_created_at, run_id). Without ``run_id`` the walk starts at the newest. Five queries;
+    the position and total come from the criterion's rollup (CriterionDayRollup) and a count
+    within one day."""
     failing = CriterionVerdict.objects.filter(
         team_id=rubric.team_id,
         rubric=rubric,
@@ -200,10 +194,17 @@ def failing_runs_walk(
         .first()
     )
     older_id = newest_first.filter(older).values_list("run_id", flat=True).first()
+    # Counts from the rollups, and raw only within the verdict's own UTC day: bounded work.
+    day = at.astimezone(UTC).date()
+    day_start = datetime.combine(day, datetime.min.time(), tzinfo=UTC)
+    same_day = failing.filter(newer, run_created_at__lt=day_start + timedelta(days=1)).count()
+    days = CriterionDayRollup.objects.filter(criterion_ref=criterion.id).aggregate(
+        total=Sum("failed"), later=Sum("failed", filter=Q(day__gt=day))
+    )
     return FailingRunStep(
         verdict=verdict,
         newer_run_id=newer_id,
         older_run_id=older_id,
-        position=failing.filter(newer).count() + 1,
-        total=failing.count(),
+        position=(days["later"] or 0) + same_day + 1,
+        total=days["total"] or 0,
     )

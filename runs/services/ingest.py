@@ -23,6 +23,7 @@ from teams.models import Team
 from ..models import AgentRun, Evaluation, Kind, RunTool, Status
 from ..payloads import RunPayload
 from .evaluations import evaluation_build, evaluations_enqueue
+from .rollups import rollup_runs_added
 from .sampling import nothing_to_judge_refusal, run_sampled
 
 
@@ -262,6 +263,7 @@ def run_build(
 def runs_store(built: list[tuple[AgentRun, list[Evaluation]]], *, enqueue: bool = True) -> None:
     """Insert runs and evaluations with a fixed number of queries; enqueue after commit."""
     runs = AgentRun.objects.bulk_create([run for run, _ in built])
+    rollup_runs_added(runs=runs)
     tools = [tool for run in runs for tool in _tools(run)]
     if tools:
         RunTool.objects.bulk_create(tools)

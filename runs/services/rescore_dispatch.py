@@ -23,6 +23,7 @@ from ..models import PENDING_STATUSES, AgentRun, BatchStatus, Evaluation, Rescor
 from .evaluations import evaluations_enqueue
 from .notify import evaluations_ended
 from .rescore_scope import chunks
+from .rollups_evaluations import rollup_evaluations_ended
 from .run_state import run_refresh
 
 logger = logging.getLogger(__name__)
@@ -131,10 +132,12 @@ def _cancel_queued(batch_id: Any, now: datetime) -> int:
     waiting = [Status.QUEUED, Status.OVER_BUDGET]
     queued = Evaluation.objects.filter(batch_id=batch_id, status__in=waiting)
     rows = list(queued.values_list("id", "run_id"))
-    cancelled = queued.update(
-        status=Status.CANCELLED, held=False, not_before=None, finished_at=now,
-        error="cancelled with its re-score batch",
-    )  # fmt: skip
+    with transaction.atomic():  # the cancel and its count in the rollup: both or neither
+        cancelled = queued.update(
+            status=Status.CANCELLED, held=False, not_before=None, finished_at=now,
+            error="cancelled with its re-score batch",
+        )  # fmt: skip
+        rollup_evaluations_ended(ids=[row_id for row_id, _ in rows], finished_at=now)
     evaluations_ended([row_id for row_id, _ in rows])  # anyone waiting on them: they ended
     _refresh_runs([run_id for _, run_id in rows])
     return cancelled

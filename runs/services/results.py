@@ -23,6 +23,13 @@ from ..models import (
 from .groupcommit import GroupCommit
 from .notify import evaluations_ended
 from .rescore_dispatch import batch_evaluation_finished
+from .rollups import rollup_verdicts_changed, verdict_rollup_rows
+from .rollups_evaluations import (
+    demoted_rows,
+    rollup_evaluations_counted,
+    rollup_evaluations_demoted,
+    rollup_evaluations_ended,
+)
 from .run_state import run_refresh, runs_refresh, state_rows, update_rows
 
 
@@ -66,6 +73,7 @@ def record_failure(
             **_usage_fields(calls),
         )
         if done:
+            rollup_evaluations_ended(ids=[evaluation.id])
             run_refresh(evaluation.run_id)
             _batch_hook(evaluation)
             evaluations_ended([evaluation.id])  # delivered at commit
@@ -119,7 +127,7 @@ def record_successes(jobs: list[Finished]) -> list[bool]:
             for run in AgentRun.objects.select_for_update(no_key=True)
             .filter(pk__in=run_ids)
             .order_by("pk")
-            .only("id", "rubric_id", "created_at")
+            .only("id", "team_id", "rubric_id", "created_at", "passed")
         }
         held = {
             (row_id, token)
@@ -145,7 +153,7 @@ def _write(jobs: list[Finished], runs: dict[Any, AgentRun]) -> None:
     rows = state_rows(list(runs))
     current = _current_after(jobs, [r for r in rows if r["is_current"]])
     updates: dict[tuple[str, ...], list[Evaluation]] = {}
-    verdicts: list[CriterionVerdict] = []
+    verdicts: list[tuple[CriterionVerdict, Any]] = []  # with their rubric version
     breakdowns: list[AlignmentBreakdown] = []
     for job in jobs:
         evaluation = job.evaluation
@@ -160,20 +168,40 @@ def _write(jobs: list[Finished], runs: dict[Any, AgentRun]) -> None:
         }
         updates.setdefault(tuple(sorted(fields)), []).append(Evaluation(pk=evaluation.pk, **fields))
         if evaluation.kind == Kind.RUBRIC:
-            verdicts += _verdict_rows(job, runs[evaluation.run_id], fields["is_current"])
+            rows_of = _verdict_rows(job, runs[evaluation.run_id], fields["is_current"])
+            verdicts += [(v, evaluation.rubric_version_id) for v in rows_of]
         else:
             breakdowns += _alignment_rows(evaluation, job.result)
+    removed = verdict_rollup_rows(evaluation_ids=current.demoted) if current.demoted else []
+    banded = demoted_rows(ids=current.demoted) if current.demoted else []
     if current.demoted:
         Evaluation.objects.filter(id__in=current.demoted).update(is_current=False)
         CriterionVerdict.objects.filter(evaluation_id__in=current.demoted).update(is_current=False)
     for names, group in updates.items():
         update_rows(Evaluation, group, names)
+    written = {e.pk: e for group in updates.values() for e in group}
     if verdicts:
-        CriterionVerdict.objects.bulk_create(verdicts)
+        CriterionVerdict.objects.bulk_create([v for v, _ in verdicts])
+    rollup_verdicts_changed(added=verdicts, removed=removed)
+    rollup_evaluations_demoted(rows=banded)
+    rollup_evaluations_counted(rows=[_ended_row(job.evaluation, written) for job in jobs])
     if breakdowns:
         AlignmentBreakdown.objects.bulk_create(breakdowns)
     _applied(rows, updates, current.demoted)
-    runs_refresh({run_id: run.rubric_id for run_id, run in runs.items()}, rows)
+    before = {pk: (r.team_id, r.rubric_id, r.created_at, r.passed) for pk, r in runs.items()}
+    runs_refresh({run_id: run.rubric_id for run_id, run in runs.items()}, rows, before)
+
+
+def _ended_row(evaluation: Evaluation, written: dict[Any, Evaluation]) -> dict[str, Any]:
+    """The evaluation as this write left it, as the evaluations' rollup counts it."""
+    row = written[evaluation.pk]
+    return {
+        "team_id": evaluation.team_id, "created_at": evaluation.created_at,
+        "kind": evaluation.kind, "status": row.status, "is_current": row.is_current,
+        "band": getattr(row, "band", "") or "", "prompt_tokens": row.prompt_tokens,
+        "completion_tokens": row.completion_tokens, "cost": row.cost,
+        "judge_calls": row.judge_calls,
+    }  # fmt: skip
 
 
 def _applied(

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import connections, router
+from django.db import connections, router, transaction
 
 from ..hooks import result_adjusters
 from ..models import AgentRun, Evaluation, Kind, Status
+from .rollups import rollup_runs_changed
 
 
 def run_refresh(run_id: Any) -> None:
@@ -33,10 +34,18 @@ def state_rows(run_ids: list[Any]) -> list[dict[str, Any]]:
     ]
 
 
-def runs_refresh(rubric_of: dict[Any, Any], rows: list[dict[str, Any]] | None = None) -> None:
+def runs_refresh(
+    rubric_of: dict[Any, Any],
+    rows: list[dict[str, Any]] | None = None,
+    before: dict[Any, tuple] | None = None,
+) -> None:
     """run_refresh for several runs (run id -> the run's own rubric id) in a fixed number of
     statements. ``rows``: the runs' state_rows as they are now, when the caller has them (it
-    read them under the runs' row locks and applied its own writes)."""
+    read them under the runs' row locks and applied its own writes). ``before``: run id ->
+    (team id, rubric id, created at, passed) read under those locks, when the caller has it;
+    the rollups move each run whose result changes."""
+    if before is None:
+        before = _before(list(rubric_of))
     by_run: dict[Any, list[dict[str, Any]]] = {run_id: [] for run_id in rubric_of}
     for row in state_rows(list(rubric_of)) if rows is None else rows:
         by_run[row["run_id"]].append(row)
@@ -70,11 +79,23 @@ def runs_refresh(rubric_of: dict[Any, Any], rows: list[dict[str, Any]] | None = 
     for adjust in result_adjusters():
         for run_id, adjusted in adjust(picked).items():
             fields[run_id].update(adjusted)
+    after = {pk: values["passed"] for pk, values in fields.items() if "passed" in values}
+    rollup_runs_changed(before=before, after=after)
     groups: dict[tuple[str, ...], list[AgentRun]] = {}
     for run_id, values in fields.items():
         groups.setdefault(tuple(sorted(values)), []).append(AgentRun(pk=run_id, **values))
     for names, group in groups.items():
         update_rows(AgentRun, group, names)
+
+
+def _before(run_ids: list[Any]) -> dict[Any, tuple]:
+    """The runs' results before the refresh, their rows locked (most callers hold the locks
+    already) so two refreshes of one run move its rollup once each, in turn."""
+    runs = AgentRun.objects.filter(pk__in=run_ids).order_by("pk")
+    if transaction.get_connection().in_atomic_block:  # every caller's case; FOR UPDATE needs it
+        runs = runs.select_for_update(no_key=True)
+    rows = runs.values_list("pk", "team_id", "rubric_id", "created_at", "passed")
+    return {pk: tuple(rest) for pk, *rest in rows}
 
 
 def update_rows(model: Any, rows: list[Any], names: tuple[str, ...]) -> None:

@@ -16,6 +16,7 @@ from .evaluations import _publish
 from .notify import evaluations_ended
 from .rescore_dispatch import batches_sweep
 from .results import run_refresh
+from .rollups_evaluations import rollup_evaluations_ended
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +68,7 @@ def _expire_leases(now) -> tuple[int, int]:
                 )
                 failed += n
                 if n:
+                    rollup_evaluations_ended(ids=[row["id"]], finished_at=now)
                     evaluations_ended([row["id"]])
             else:
                 n = guard.update(

@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from rubrics.models import Criterion, Rubric, RubricVersion
 from rubrics.services import rubric_set_criteria
-from tests.page_helpers import XSS, queries_for, signed_in
+from tests.page_helpers import XSS, judged_run, queries_for, signed_in
 
 pytestmark = pytest.mark.django_db
 
@@ -78,6 +78,21 @@ def test_the_rubric_list_runs_the_same_queries_for_two_or_twelve_rubrics(
         make_run(rubric=make_rubric(name=f"R{i}").slug)
 
     assert queries_for(client, reverse("rubric_list")) == small
+
+
+def test_the_rubric_list_counts_pass_rates_from_the_rollups_with_the_same_queries_for_more_runs(
+    owner, make_rubric, make_run, fake_judge
+):
+    rubric = make_rubric()
+    client = signed_in(owner)
+    judged_run(make_run, rubric=rubric.slug)  # passes
+    small = queries_for(client, reverse("rubric_list"))
+    for i in range(5):
+        judged_run(make_run, rubric=rubric.slug, output=f"No answer {i}")  # fails
+
+    assert queries_for(client, reverse("rubric_list")) == small
+    row = client.get(reverse("rubric_list")).context["rows"][0]
+    assert (row.judged, row.passed, row.last_run_at is not None) == (6, 1, True)
 
 
 def test_the_paste_preview_shows_parsed_criteria_with_optional_tags_and_saves_nothing(owner):

@@ -1,0 +1,224 @@
+"""Keeping the rollups (runs.models_rollup): increments written in the same transaction as the
+rows they count, and the rebuild from raw rows (manage.py rollups_rebuild).
+
+Every increment is one ``INSERT ... ON CONFLICT DO UPDATE SET n = n + excluded.n`` statement
+(PostgreSQL and SQLite alike) sent for all keys at once, keys sorted so that two transactions
+touching the same days lock their rows in the same order.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, date, datetime
+from typing import Any
+
+from django.db import connections, router, transaction
+from django.db.models import Count, Max, Q
+from django.db.models.functions import TruncDate
+
+from teams.models import Team
+
+from ..models import AgentRun, CriterionVerdict
+from ..models_rollup import NO_RUBRIC, CriterionDayRollup, EvaluationDayRollup, RunDayRollup
+from .rollups_evaluations import recount_evaluations
+
+RunKey = tuple[Any, Any, date]  # (team id, rubric id or NO_RUBRIC, day)
+CriterionKey = tuple[Any, Any, Any, Any, date]  # (team, rubric, version, criterion, day)
+
+
+def utc_day(moment: datetime) -> date:
+    return moment.astimezone(UTC).date()
+
+
+def run_key(team_id: Any, rubric_id: Any, created_at: datetime) -> RunKey:
+    return (team_id, rubric_id or NO_RUBRIC, utc_day(created_at))
+
+
+def rollup_runs_added(*, runs: list[AgentRun]) -> None:
+    """Count newly stored runs (with whatever result they already have)."""
+    deltas: dict[RunKey, list[Any]] = {}
+    for run in runs:
+        row = deltas.setdefault(
+            run_key(run.team_id, run.rubric_id, run.created_at), [0, 0, 0, None]
+        )
+        row[0] += 1
+        row[1] += run.passed is not None
+        row[2] += bool(run.passed)
+        row[3] = max(filter(None, (row[3], run.created_at)))
+    _upsert_runs(deltas)
+
+
+def rollup_runs_changed(*, before: dict[Any, tuple], after: dict[Any, Any]) -> None:
+    """Move runs whose result changed. ``before``: run id -> (team id, rubric id, created at,
+    passed) as the run was; ``after``: run id -> passed as it is now. Runs missing from
+    ``after`` did not change."""
+    deltas: dict[RunKey, list[Any]] = {}
+    for run_id, passed in after.items():
+        team_id, rubric_id, created_at, was = before[run_id]
+        if passed == was:
+            continue
+        row = deltas.setdefault(run_key(team_id, rubric_id, created_at), [0, 0, 0, None])
+        row[1] += (passed is not None) - (was is not None)
+        row[2] += bool(passed) - bool(was)
+    _upsert_runs({k: v for k, v in deltas.items() if v[1] or v[2]})
+
+
+def rollup_verdicts_changed(
+    *, added: list[tuple[CriterionVerdict, Any]], removed: list[dict[str, Any]]
+) -> None:
+    """Count verdicts that became current (``added``: (verdict, its evaluation's rubric
+    version id)) and take back those that stopped being (``removed``: rows of
+    verdict_rollup_rows)."""
+    judged: Counter[CriterionKey] = Counter()
+    failed: Counter[CriterionKey] = Counter()
+    for v, version_id in added:
+        if v.criterion_id is not None and v.is_current:
+            day = utc_day(v.run_created_at)
+            key = (v.team_id, v.rubric_id or NO_RUBRIC, version_id, v.criterion_id, day)
+            judged[key] += 1
+            failed[key] += not v.satisfied
+    for row in removed:
+        key = (row["team_id"], row["rubric_id"] or NO_RUBRIC, row["criterion__version_id"], row["criterion_id"], utc_day(row["run_created_at"]))  # fmt: skip
+        judged[key] -= 1
+        failed[key] -= not row["satisfied"]
+    _upsert_criteria({k: (judged[k], failed[k]) for k in judged if judged[k] or failed[k]})
+
+
+def verdict_rollup_rows(*, evaluation_ids: Any) -> list[dict[str, Any]]:
+    """The current verdicts of these evaluations as rollup_verdicts_changed takes them."""
+    rows = CriterionVerdict.objects.filter(
+        evaluation_id__in=evaluation_ids, is_current=True, criterion__isnull=False
+    ).values(
+        "team_id", "rubric_id", "criterion__version_id", "criterion_id", "run_created_at",
+        "satisfied",
+    )  # fmt: skip
+    return [dict(row) for row in rows]
+
+
+def _greatest(vendor: str) -> str:
+    return "GREATEST" if vendor == "postgresql" else "MAX"
+
+
+def _upsert_runs(deltas: dict[RunKey, list[Any]]) -> None:
+    if not deltas:
+        return
+    connection = connections[router.db_for_write(RunDayRollup)]
+    table = connection.ops.quote_name(RunDayRollup._meta.db_table)
+    latest = _greatest(connection.vendor)
+    sql = (
+        f"INSERT INTO {table} (team_id, rubric_ref, day, runs, judged, passed, last_run_at) "  # noqa: S608 - quoted model identifiers
+        "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (team_id, day, rubric_ref) DO UPDATE SET "
+        f"runs = {table}.runs + excluded.runs, judged = {table}.judged + excluded.judged, "
+        f"passed = {table}.passed + excluded.passed, last_run_at = COALESCE("
+        f"{latest}({table}.last_run_at, excluded.last_run_at), {table}.last_run_at, "
+        "excluded.last_run_at)"
+    )
+    rows = [[*key, *values] for key, values in sorted(deltas.items(), key=_sort_key)]
+    _execute(connection, RunDayRollup, sql, RUN_COLUMNS, rows)
+
+
+RUN_COLUMNS = ("team", "rubric_ref", "day", "runs", "judged", "passed", "last_run_at")
+CRITERION_COLUMNS = ("team", "rubric_ref", "version_ref", "criterion_ref", "day", "judged", "failed")  # fmt: skip
+
+
+def _upsert_criteria(deltas: dict[CriterionKey, tuple[int, int]]) -> None:
+    if not deltas:
+        return
+    connection = connections[router.db_for_write(CriterionDayRollup)]
+    table = connection.ops.quote_name(CriterionDayRollup._meta.db_table)
+    sql = (
+        f"INSERT INTO {table} (team_id, rubric_ref, version_ref, criterion_ref, day, judged, "  # noqa: S608 - quoted model identifiers
+        "failed) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (criterion_ref, day) DO UPDATE "
+        f"SET judged = {table}.judged + excluded.judged, failed = {table}.failed + excluded.failed"
+    )
+    items = sorted(deltas.items(), key=lambda kv: (str(kv[0][3]), kv[0][4]))
+    _execute(connection, CriterionDayRollup, sql, CRITERION_COLUMNS, [[*k, *v] for k, v in items])
+
+
+def _sort_key(item: tuple[RunKey, Any]) -> tuple[str, date, str]:
+    (team_id, rubric, day), _ = item
+    return (str(team_id), day, str(rubric))
+
+
+def _execute(
+    connection: Any, model: Any, sql: str, names: tuple[str, ...], rows: list[list[Any]]
+) -> None:
+    """Send ``sql`` once per row (one executemany), each value prepared as the ORM would."""
+    fields = [model._meta.get_field(name) for name in names]
+    params = [
+        [f.get_db_prep_save(v, connection) for f, v in zip(fields, row, strict=True)]
+        for row in rows
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, params)
+
+
+# --- Rebuild -------------------------------------------------------------------------------------
+
+
+def rollups_rebuild(*, team: Team | None = None) -> dict[str, int]:
+    """Recount the rollups (of ``team``, or of every team) from the raw rows stored now, in one
+    transaction that locks the rollup tables against the increments of concurrent writers
+    (they wait, then add their own deltas to the recount). Counts of raw rows that retention
+    already deleted are lost: the recount holds only what is still stored."""
+    with transaction.atomic():
+        connection = connections[router.db_for_write(RunDayRollup)]
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                for model in (RunDayRollup, CriterionDayRollup, EvaluationDayRollup):
+                    table = connection.ops.quote_name(model._meta.db_table)
+                    cursor.execute(f"LOCK TABLE {table} IN EXCLUSIVE MODE")
+        scope = {"team": team} if team is not None else {}
+        RunDayRollup.objects.filter(**scope).delete()
+        CriterionDayRollup.objects.filter(**scope).delete()
+        EvaluationDayRollup.objects.filter(**scope).delete()
+        runs = RunDayRollup.objects.bulk_create(_recount_runs(scope), batch_size=1000)
+        criteria = CriterionDayRollup.objects.bulk_create(_recount_criteria(scope), batch_size=1000)
+        evaluations = EvaluationDayRollup.objects.bulk_create(
+            recount_evaluations(scope), batch_size=1000
+        )
+    return {
+        "run_days": len(runs),
+        "criterion_days": len(criteria),
+        "evaluation_days": len(evaluations),
+    }
+
+
+def _recount_runs(scope: dict[str, Any]) -> list[RunDayRollup]:
+    rows = (
+        AgentRun.objects.filter(**scope)
+        .annotate(day=TruncDate("created_at", tzinfo=UTC))
+        .values("team_id", "rubric_id", "day")
+        .annotate(
+            runs=Count("created_at"),
+            judged=Count("created_at", filter=Q(passed__isnull=False)),
+            passed=Count("created_at", filter=Q(passed=True)),
+            last=Max("created_at"),
+        )
+        .order_by()
+    )
+    return [
+        RunDayRollup(
+            team_id=r["team_id"], rubric_ref=r["rubric_id"] or NO_RUBRIC, day=r["day"],
+            runs=r["runs"], judged=r["judged"], passed=r["passed"], last_run_at=r["last"],
+        )
+        for r in rows
+    ]  # fmt: skip
+
+
+def _recount_criteria(scope: dict[str, Any]) -> list[CriterionDayRollup]:
+    rows = (
+        CriterionVerdict.objects.filter(**scope, is_current=True, criterion__isnull=False)
+        .annotate(day=TruncDate("run_created_at", tzinfo=UTC))
+        .values("team_id", "rubric_id", "criterion__version_id", "criterion_id", "day")
+        .annotate(judged=Count("run_created_at"), failed=Count("run_created_at", filter=Q(satisfied=False)))
+        .order_by()
+    )  # fmt: skip
+    return [
+        CriterionDayRollup(
+            team_id=r["team_id"], rubric_ref=r["rubric_id"] or NO_RUBRIC,
+            version_ref=r["criterion__version_id"], criterion_ref=r["criterion_id"], day=r["day"],
+            judged=r["judged"], failed=r["failed"],
+        )
+        for r in rows
+    ]  # fmt: skip
