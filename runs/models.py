@@ -427,7 +427,7 @@ class CriterionVerdict(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"[{self.criterion_key}] {'✅' if self.satisfied else '❌'} {self.description[:60]}"
+        return f"[{self.criterion_key}] {'✓' if self.satisfied else '✗'} {self.description[:60]}"
 
 
 class Perspective(models.TextChoices):
