@@ -132,7 +132,7 @@ class AgentRun(models.Model):
     def __str__(self) -> str:
         return self.external_id or str(self.id)
 
-    def judged(self) -> dict[str, Any] | None:
+    def judge_result(self) -> dict[str, Any] | None:
         """The judge's own result (passed, score, alignment_score) when the row was read with
         runs.selectors.runs.with_judged; None when it was not, or no evaluation is current."""
         values = {
@@ -145,7 +145,7 @@ class AgentRun(models.Model):
     @property
     def adjusted(self) -> bool:
         """Reviewers changed the result: it differs from the judge's own on some value."""
-        judge = self.judged()
+        judge = self.judge_result()
         if judge is None:
             return False
         mine = {"passed": self.passed, "score": self.score, "alignment_score": self.alignment_score}

@@ -281,7 +281,7 @@ def _summary(run: AgentRun) -> dict[str, Any]:
         "alignment_score": run.alignment_score,
         "rubric_version": run.current_version.number if run.current_version_id else None,  # type: ignore[union-attr]
         "adjusted": run.adjusted,
-        "judge": run.judged(),
+        "judge": run.judge_result(),
         "sampling": run.sampling or {},
         "created_at": run.created_at,
     }
