@@ -169,8 +169,9 @@ def pass_rate_chart(days: list[date], series: list[dict[str, Any]], window: int 
         parts.extend(dots)
         if last:  # a direct label at the series' newest point
             parts.append(
-                f'<text class="series-label" x="{min(last[0], WIDTH - 90) - 4:.1f}" '
-                f'y="{last[1] - 8:.1f}" fill="{col}">{escape(s["name"][:24])}</text>'
+                f'<text class="series-label" x="{last[0] - 8:.1f}" text-anchor="end" '
+                f'y="{last[1] - 8 if last[1] > PAD_TOP + 14 else last[1] + 16:.1f}" '
+                f'fill="{col}">{escape(s["name"][:24])}</text>'
             )
     parts.append("</svg>")
     return mark_safe("".join(parts))  # noqa: S308 - every text above is escaped
