@@ -1,5 +1,5 @@
 import uuid
-from typing import Literal
+from typing import Any, Literal
 
 from django.conf import settings
 from django.db import models
@@ -131,6 +131,25 @@ class AgentRun(models.Model):
 
     def __str__(self) -> str:
         return self.external_id or str(self.id)
+
+    def judge_result(self) -> dict[str, Any] | None:
+        """The judge's own result (passed, score, alignment_score) when the row was read with
+        runs.selectors.runs.with_judged; None when it was not, or no evaluation is current."""
+        values = {
+            "passed": getattr(self, "judge_passed", None),
+            "score": getattr(self, "judge_score", None),
+            "alignment_score": getattr(self, "judge_alignment_score", None),
+        }
+        return values if any(v is not None for v in values.values()) else None
+
+    @property
+    def adjusted(self) -> bool:
+        """Reviewers changed the result: it differs from the judge's own on some value."""
+        judge = self.judge_result()
+        if judge is None:
+            return False
+        mine = {"passed": self.passed, "score": self.score, "alignment_score": self.alignment_score}
+        return any(judge[k] is not None and judge[k] != mine[k] for k in judge)
 
     def trajectory(self) -> list[Step]:
         """The run's steps; computed from its messages for rows stored before steps were."""
@@ -408,7 +427,7 @@ class CriterionVerdict(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"[{self.criterion_key}] {'✅' if self.satisfied else '❌'} {self.description[:60]}"
+        return f"[{self.criterion_key}] {'✓' if self.satisfied else '✗'} {self.description[:60]}"
 
 
 class Perspective(models.TextChoices):

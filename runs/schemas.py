@@ -196,6 +196,12 @@ def _perspective(p: Any) -> dict[str, Any]:
 # --- Runs -------------------------------------------------------------------------------------
 
 
+class JudgedOut(Schema):
+    passed: bool | None
+    score: float | None
+    alignment_score: float | None
+
+
 class RunSummaryOut(Schema):
     """A run's fields, without its content, plus its current result."""
 
@@ -211,6 +217,16 @@ class RunSummaryOut(Schema):
     score: float | None
     alignment_score: float | None
     rubric_version: int | None = Field(description="Version number of the current result")
+    adjusted: bool = Field(
+        default=False,
+        description="True when reviewers changed the result: passed, score or alignment_score "
+        "differ from the judge's own (in `judge`)",
+    )
+    judge: JudgedOut | None = Field(
+        default=None,
+        description="The judge's own result, as judged before any review; null when no "
+        "evaluation is current",
+    )
     sampling: dict[str, Any] = Field(
         description="The rubric's sampling decision at ingest: sampled, rate, bucket, reason "
         "({} without a rubric)"
@@ -264,6 +280,8 @@ def _summary(run: AgentRun) -> dict[str, Any]:
         "score": run.score,
         "alignment_score": run.alignment_score,
         "rubric_version": run.current_version.number if run.current_version_id else None,  # type: ignore[union-attr]
+        "adjusted": run.adjusted,
+        "judge": run.judge_result(),
         "sampling": run.sampling or {},
         "created_at": run.created_at,
     }

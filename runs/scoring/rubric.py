@@ -87,7 +87,7 @@ def rubric_reason(verdicts: list[Verdict], passed: bool, overall: str | None) ->
     else:
         lines = ["Rubric not satisfied."]
     for v in verdicts:
-        mark = "✅" if v.satisfied else "❌"
+        mark = "✓" if v.satisfied else "✗"
         kind = "required" if v.required else "optional"
         lines.append(f"{mark} ({kind}) {one_line(v.description)} — {one_line(v.reasoning)}")
     if overall:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from django.db.models import OuterRef, Subquery
 from django.db.models.functions import Substr
 
 from evalsite.pagination import page_size
@@ -14,6 +15,8 @@ from teams.models import Team
 
 from ..models import (
     AgentRun,
+    Evaluation,
+    Kind,
     Status,
 )
 from .filters import RunFilters, runs_matching
@@ -30,6 +33,24 @@ HEAVY_RUN_FIELDS = (
     "output_text",
     "system_text",
 )
+
+
+def _judged(kind: str, field: str) -> Subquery:
+    current = Evaluation.objects.filter(run=OuterRef("pk"), kind=kind, is_current=True)
+    return Subquery(current.order_by("-created_at").values(field)[:1])
+
+
+# The judge's own result beside the run's (human-adjusted) one: the current evaluations' values,
+# read by runs.schemas for ``adjusted`` and ``judge`` (each a lookup on eval_run_newest).
+JUDGED = {
+    "judge_passed": lambda: _judged(Kind.RUBRIC, "passed"),
+    "judge_score": lambda: _judged(Kind.RUBRIC, "score"),
+    "judge_alignment_score": lambda: _judged(Kind.ALIGNMENT, "score"),
+}
+
+
+def with_judged(qs: Any) -> Any:
+    return qs.annotate(**{name: make() for name, make in JUDGED.items()})
 
 
 @dataclass(frozen=True)
@@ -72,7 +93,7 @@ def runs_list(
     if cursor:
         qs = qs.filter(after_cursor(cursor, oldest=oldest))
     rows = list(
-        qs.select_related("rubric", "current_version")
+        with_judged(qs.select_related("rubric", "current_version"))
         .defer(*HEAVY_RUN_FIELDS)
         .annotate(
             task_preview=Substr("task_text", 1, PREVIEW_CHARS),
@@ -91,11 +112,9 @@ def run_get(*, team: Team, run_id: Any) -> AgentRun | None:
         key = uuid.UUID(str(run_id))
     except ValueError:
         return None
-    return (
-        AgentRun.objects.select_related("rubric", "current_version")
-        .filter(team=team, pk=key)
-        .first()
-    )
+    return with_judged(
+        AgentRun.objects.select_related("rubric", "current_version").filter(team=team, pk=key)
+    ).first()
 
 
 def run_status_cell(*, team: Team, run_id: Any) -> AgentRun | None:

@@ -17,6 +17,9 @@ from django.utils.safestring import SafeString, mark_safe
 register = template.Library()
 
 PALETTE = ("#4f46e5", "#0891b2", "#16a34a", "#d97706", "#db2777", "#7c3aed", "#0d9488", "#dc2626")
+# Rubrics are told apart by more than colour: each series also has its own dash and marker.
+DASHES = ("", "7 4", "2 3", "9 3 2 3")
+MARKERS = ("circle", "square", "triangle", "diamond")
 WIDTH, HEIGHT = 640, 220
 PAD_LEFT, PAD_RIGHT, PAD_TOP, PAD_BOTTOM = 56, 12, 12, 28
 
@@ -24,6 +27,37 @@ PAD_LEFT, PAD_RIGHT, PAD_TOP, PAD_BOTTOM = 56, 12, 12, 28
 @register.filter
 def colour(index: int) -> str:
     return PALETTE[int(index) % len(PALETTE)]
+
+
+def _marker(index: int, x: float, y: float, col: str, extra: str = "", r: float = 3.5) -> str:
+    shape = MARKERS[index % len(MARKERS)]
+    if shape == "circle":
+        return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r}" fill="{col}"{extra}'
+    if shape == "square":
+        return f'<rect x="{x - r:.1f}" y="{y - r:.1f}" width="{2 * r}" height="{2 * r}" fill="{col}"{extra}'
+    if shape == "triangle":
+        points = f"{x:.1f},{y - r - 1:.1f} {x + r + 1:.1f},{y + r:.1f} {x - r - 1:.1f},{y + r:.1f}"
+    else:
+        points = f"{x:.1f},{y - r - 1:.1f} {x + r + 1:.1f},{y:.1f} {x:.1f},{y + r + 1:.1f} {x - r - 1:.1f},{y:.1f}"
+    return f'<polygon points="{points}" fill="{col}"{extra}'
+
+
+def _close(shape_html: str) -> str:
+    tag = shape_html[1 : shape_html.index(" ")]
+    return f"</{tag}>"
+
+
+@register.simple_tag
+def series_swatch(index: int) -> SafeString:
+    """The legend's sample of series ``index``: its colour, dash and marker."""
+    i = int(index)
+    col, dash = PALETTE[i % len(PALETTE)], DASHES[i % len(DASHES)]
+    mark = _marker(i, 14, 6, col)
+    return mark_safe(  # noqa: S308 - numbers and palette constants only
+        f'<svg class="sw-line" width="28" height="12" viewBox="0 0 28 12" aria-hidden="true">'
+        f'<line x1="1" y1="6" x2="27" y2="6" stroke="{col}" stroke-width="2" stroke-dasharray="{dash}"/>'
+        f"{mark}/></svg>"
+    )
 
 
 def _x(i: int, n: int) -> float:
@@ -102,9 +136,13 @@ def pass_rate_chart(days: list[date], series: list[dict[str, Any]], window: int 
     if not series:
         return format_html('<div class="chart-empty">{}</div>', "No judged runs in this period.")
     parts = _frame(days, 1.0, lambda v: f"{v:.0%}", "Pass rate per rubric over time")
+    # Points are focusable images with their value: the chart is a group, not one image.
+    parts[0] = parts[0].replace('role="img"', 'role="group"')
     n = len(days)
     for index, s in enumerate(series):
         col = PALETTE[index % len(PALETTE)]
+        dash = DASHES[index % len(DASHES)]
+        last = None
         points = rolling(s["points"], days, window)
         path, dots = [], []
         pen_up = True
@@ -116,15 +154,40 @@ def pass_rate_chart(days: list[date], series: list[dict[str, Any]], window: int 
             x, y = _x(i, n), _y(point[0] / point[1], 1.0)
             path.append(f"{'M' if pen_up else 'L'}{x:.1f},{y:.1f}")
             pen_up = False
-            dots.append(
-                f'<circle class="pt" cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{col}">'
-                f"<title>{escape(s['name'])} · {window} days to {day:%b %d}: "
-                f"{point[0]}/{point[1]} passed</title></circle>"
+            text = (
+                f"{escape(s['name'])} · {window} days to {day:%b %d}: "
+                f"{point[0]}/{point[1]} passed ({point[0] / point[1]:.0%})"
             )
-        parts.append(f'<path class="series" stroke="{col}" d="{" ".join(path)}"/>')
+            shape = _marker(
+                index, x, y, col, f' class="pt" tabindex="0" role="img" aria-label="{text}">'
+            )
+            dots.append(f"{shape}<title>{text}</title>{_close(shape)}")
+            last = (x, y)
+        parts.append(
+            f'<path class="series" stroke="{col}" stroke-dasharray="{dash}" d="{" ".join(path)}"/>'
+        )
         parts.extend(dots)
+        if last:  # a direct label at the series' newest point
+            parts.append(
+                f'<text class="series-label" x="{last[0] - 8:.1f}" text-anchor="end" '
+                f'y="{last[1] - 8 if last[1] > PAD_TOP + 14 else last[1] + 16:.1f}" '
+                f'fill="{col}">{escape(s["name"][:24])}</text>'
+            )
     parts.append("</svg>")
     return mark_safe("".join(parts))  # noqa: S308 - every text above is escaped
+
+
+@register.inclusion_tag("runs/_pass_rate_table.html")
+def pass_rate_table(days: list[date], series: list[dict[str, Any]], window: int = 7) -> dict:
+    """The pass-rate chart's numbers as a table: one row per day with a judged run in its
+    window, one column per rubric."""
+    rolled = [rolling(s["points"], days, window) for s in series]
+    rows = []
+    for day in days:
+        cells = [r.get(day) for r in rolled]
+        if any(cells):
+            rows.append({"day": day, "cells": cells})
+    return {"series": series, "rows": rows, "window": window}
 
 
 @register.simple_tag
@@ -144,6 +207,7 @@ def column_chart(
     top, steps = _nice_top(max(values))
     fmt = (lambda v: f"${v:,.2f}") if unit == "$" else _compact
     parts = _frame(days, top, fmt, label, slots=True, steps=steps)
+    parts[0] = parts[0].replace('role="img"', 'role="group"')
     if narrow:
         parts[0] = parts[0].replace('class="chart"', 'class="chart narrow"')
     n = len(days)
@@ -156,7 +220,8 @@ def column_chart(
         shown = f"${value:,.4f}" if unit == "$" else f"{value:,.0f}"
         parts.append(
             f'<rect class="col{" alt" if unit == "$" else ""}" x="{x:.1f}" y="{y:.1f}" width="{span * 0.7:.1f}" '
-            f'height="{HEIGHT - PAD_BOTTOM - y:.1f}" rx="2"><title>{day:%b %d}: {escape(shown)}</title></rect>'
+            f'height="{HEIGHT - PAD_BOTTOM - y:.1f}" rx="2" tabindex="0" role="img" '
+            f'aria-label="{day:%b %d}: {escape(shown)}"><title>{day:%b %d}: {escape(shown)}</title></rect>'
         )
     parts.append("</svg>")
     return mark_safe("".join(parts))  # noqa: S308 - every text above is escaped

@@ -166,6 +166,34 @@ def quality(value: Any) -> str:
     return "good" if value >= 0.8 else "mid" if value >= 0.6 else "bad"
 
 
+# One colour per alignment band everywhere (home chart, run page badge, evaluation history):
+# the engine's bands (runs.scoring.rules.BANDS), two by two, best first.
+BAND_TONES = {
+    "excellent": "good",
+    "very good": "good",
+    "good": "mid",
+    "moderate": "mid",
+    "poor": "bad",
+    "very poor": "bad",
+}
+# Pass-rate bars: green from 80 %, amber from 50 %, red below (a 56 % rubric is amber).
+PASS_RATE_TONES = ((0.8, "good"), (0.5, "mid"))
+
+
+@register.filter
+def band_tone(band: Any) -> str:
+    """good / mid / bad for an alignment band label."""
+    return BAND_TONES.get(str(band or "").lower(), "")
+
+
+@register.filter
+def pass_tone(rate: Any) -> str:
+    """good / mid / bad for a pass rate (0–1)."""
+    if rate is None:
+        return ""
+    return next((tone for floor, tone in PASS_RATE_TONES if float(rate) >= floor), "bad")
+
+
 @register.filter
 def shortid(value: Any) -> str:
     return str(value)[:8]

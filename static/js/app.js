@@ -40,13 +40,94 @@
     if (button && !window.confirm(button.getAttribute("data-confirm"))) event.preventDefault();
   });
 
-  // j / k follow the links marked data-hotkey="j" / "k" (failed-criteria walker).
+  // Single-key shortcuts: only on pages that list them in the "?" overlay (#keys-dialog), never
+  // while typing, and off altogether when the reader switches them off (kept in localStorage).
+  var KEYS_OFF = "evalsite-shortcuts-off";
+  function shortcutsOn() {
+    try { return window.localStorage.getItem(KEYS_OFF) !== "1"; } catch (e) { return true; }
+  }
+  window.evalsiteShortcutsOn = shortcutsOn;
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var toggle = document.getElementById("keys-toggle");
+    if (!toggle) return;
+    toggle.checked = shortcutsOn();
+    toggle.addEventListener("change", function () {
+      try {
+        if (toggle.checked) window.localStorage.removeItem(KEYS_OFF);
+        else window.localStorage.setItem(KEYS_OFF, "1");
+      } catch (e) { /* storage refused: the setting lasts for this page only */ }
+    });
+  });
+
+  document.addEventListener("click", function (event) {
+    var opener = event.target.closest && event.target.closest("[data-keys-open]");
+    var dialog = document.getElementById("keys-dialog");
+    if (opener && dialog) dialog.showModal();
+  });
+
+  // Elements marked data-hotkey="n" (links or buttons) are pressed by that key.
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
-    var link = document.querySelector('[data-hotkey="' + event.key + '"]');
-    if (link && link.href) {
+    var dialog = document.getElementById("keys-dialog");
+    if (!dialog) return;
+    if (event.key === "?") {
       event.preventDefault();
-      link.click();
+      if (dialog.open) dialog.close(); else dialog.showModal();
+      return;
     }
+    if (!shortcutsOn() || dialog.open) return;
+    var target = document.querySelector('[data-hotkey="' + event.key + '"]');
+    if (target && !target.disabled && (target.href || target.form)) {
+      event.preventDefault();
+      target.click();
+    }
+  });
+
+  // The user menu (a <details>) closes on Escape and gives focus back to its summary.
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Escape") return;
+    var menu = document.querySelector("details.user-menu[open]");
+    if (!menu) return;
+    menu.open = false;
+    menu.querySelector("summary").focus();
+  });
+
+  // After an htmx swap, focus goes back to the control that triggered it (found again by id,
+  // else by name and value: a Move up button follows its criterion), not to the page body.
+  var lastFocus = null;
+  document.addEventListener("htmx:beforeRequest", function () {
+    var el = document.activeElement;
+    lastFocus = el && el !== document.body ? { id: el.id, name: el.name, value: el.value } : null;
+  });
+  document.addEventListener("submit", function (event) {
+    var el = event.submitter;
+    if (el) lastFocus = { id: el.id, name: el.name, value: el.value };
+  }, true);
+
+  function candidates(saved) {
+    var list = [];
+    if (saved.id) list.push("#" + CSS.escape(saved.id));
+    var move = /^(up|down)-(\d+)$/.exec(saved.value || "");
+    if (move) {
+      var at = Number(move[2]) + (move[1] === "up" ? -1 : 1);
+      var other = move[1] === "up" ? "down" : "up";
+      list.push('[name="op"][value="' + move[1] + "-" + at + '"]', '[name="op"][value="' + other + "-" + at + '"]');
+    }
+    if (saved.name) list.push('[name="' + CSS.escape(saved.name) + '"][value="' + CSS.escape(saved.value || "") + '"]');
+    return list;
+  }
+
+  document.addEventListener("htmx:afterSettle", function (event) {
+    var saved = lastFocus;
+    var active = document.activeElement;
+    if (!saved || (active && active !== document.body && active.isConnected)) return;
+    var found = candidates(saved).map(function (sel) { return document.querySelector(sel); })
+      .filter(function (el) { return el && !el.disabled; })[0];
+    if (!found) {
+      found = event.detail.target;
+      if (found && !found.hasAttribute("tabindex")) found.setAttribute("tabindex", "-1");
+    }
+    if (found && found.isConnected) found.focus();
   });
 })();

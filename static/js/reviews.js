@@ -1,7 +1,7 @@
 // evalsite review page: keyboard shortcuts. Every action is also a plain button or link.
 //   j / k   move between criteria      a   agree with the judge on the focused criterion
 //   d       disagree: type why, Enter  n   next unreviewed run     p   previous run
-//   Esc     leave the note field
+//   Esc     leave the note field        ?   list of the keys (shortcuts can be switched off)
 (function () {
   "use strict";
 
@@ -55,6 +55,14 @@
       }
       return;
     }
+    if (window.evalsiteShortcutsOn && !window.evalsiteShortcutsOn()) return;
+    var dialog = document.getElementById("keys-dialog");
+    if (dialog && dialog.open) return;
+    // Keys act on the verdict list: from inside it, or from nowhere in particular (the body),
+    // never from another control such as the nav or a button elsewhere on the page.
+    var active = document.activeElement;
+    var inList = active && list.contains(active);
+    if (!inList && active && active !== document.body) return;
     var row = current() || list.querySelector("[data-autofocus]") || rows()[0];
     var all = rows();
     var index = all.indexOf(row);

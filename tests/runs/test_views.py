@@ -200,7 +200,7 @@ def test_a_failed_run_shows_its_verdicts_reason_and_alignment(owner, rubric, mak
     ]
     assert {p.perspective for p in d.perspectives} == {"user", "system"}
     page = response.content.decode()
-    assert "❌" in page and "✅" in page and 'data-copy="#reason-text"' in page
+    assert "✗" in page and "✓" in page and 'data-copy="#reason-text"' in page
     assert page.count('data-testid="alignment-bars"') == 2 and "= <strong>" in page
     assert "What the judge saw" in page and "Raw answer" in page
 

@@ -186,8 +186,8 @@ def test_required_and_description_come_from_configuration_not_the_judge(judge):
 def test_the_reason_of_a_pass_has_a_header_and_one_line_per_criterion(judge):
     lines = score(judge, output=NO_THANKS).reason.splitlines()
     assert lines[0] == "Rubric satisfied: 2 of 2 required criteria met."
-    assert lines[1] == '✅ (required) Mentions "refund" — output mentions "refund"'
-    assert lines[3] == '❌ (optional) Says "thanks" — output never mentions "thanks"'
+    assert lines[1] == '✓ (required) Mentions "refund" — output mentions "refund"'
+    assert lines[3] == '✗ (optional) Says "thanks" — output never mentions "thanks"'
     assert lines[4] == "Overall assessment: 2 of 3 criteria met"
     assert not any("not met" in line for line in lines)
 
@@ -195,7 +195,7 @@ def test_the_reason_of_a_pass_has_a_header_and_one_line_per_criterion(judge):
 def test_the_reason_of_a_fail_counts_the_unmet_required_criteria(judge):
     lines = score(judge, output="Nothing useful.", scale=10).reason.splitlines()
     assert lines[0] == "Rubric not satisfied."
-    assert lines[2].startswith('❌ (required) Gives the "order number" — ')
+    assert lines[2].startswith('✗ (required) Gives the "order number" — ')
     assert lines[-1] == "2 of 2 required criteria not met."
 
 

@@ -5,14 +5,17 @@ nothing. Runs are ingested through the real service, so a running worker scores 
 """
 
 import random
+from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
+from django.utils import timezone
 
 from rubrics.models import Rubric
 from rubrics.services import rubric_create, rubric_set_judge_view
+from runs.models import AgentRun, CriterionVerdict, Evaluation, RunTool
 from runs.payloads import RunPayload
 from runs.services import run_ingest
 from teams.models import Team
@@ -146,6 +149,17 @@ CODE_ANSWERS = [
 ]
 
 
+DEMO_DAYS = 30  # runs are spread over the last 30 days, so every 30-day chart shows a trend
+
+
+def days_ago(i: int, count: int) -> float:
+    """Where the i-th of ``count`` demo runs lands: evenly from 29.5 days ago to now, oldest
+    first, at a fixed fraction of a day per run (the same spread on every seed)."""
+    if count <= 1:
+        return 0.0
+    return (DEMO_DAYS - 0.5) * (count - 1 - i) / (count - 1) + (i % 5) * 0.07
+
+
 class Command(BaseCommand):
     help = "Create the demo team, user, rubrics and runs (idempotent)."
 
@@ -173,7 +187,8 @@ class Command(BaseCommand):
         created += self._code_runs(team, code)
         rng = random.Random(11)
         for i in range(12):
-            created += self._ingest(team, tool_run(i, rng) | {"rubric": tools.slug})
+            payload = tool_run(i, rng) | {"rubric": tools.slug}
+            created += self._ingest(team, payload, days_ago(i, 12))
         self.stdout.write(
             self.style.SUCCESS(
                 f"demo ready: team 'demo', user 'demo' / password '{options['password']}', "
@@ -216,12 +231,13 @@ class Command(BaseCommand):
                 "output": " ".join(kept).format(n=n),
                 "metadata": {"channel": rng.choice(["email", "chat"]), "locale": "en"},
             }  # fmt: skip
-            created += self._ingest(team, payload)
+            created += self._ingest(team, payload, days_ago(i, count))
         return created
 
     def _code_runs(self, team: Team, rubric: Rubric) -> int:
         created = 0
-        for i, answer in enumerate(CODE_ANSWERS * 3):
+        answers = CODE_ANSWERS * 3
+        for i, answer in enumerate(answers):
             payload = {
                 "external_id": f"demo-code-{i:03d}",
                 "agent": "code-assistant",
@@ -231,9 +247,19 @@ class Command(BaseCommand):
                 ]},
                 "output": answer,
             }  # fmt: skip
-            created += self._ingest(team, payload)
+            created += self._ingest(team, payload, days_ago(i, len(answers)))
         return created
 
-    def _ingest(self, team: Team, payload: dict) -> int:
-        _, created = run_ingest(team=team, payload=RunPayload.model_validate(payload))
+    def _ingest(self, team: Team, payload: dict, ago: float) -> int:
+        """Ingest one run; a new one is dated ``ago`` days back (with its evaluations and the
+        rows that copy its date) before its judging is enqueued on commit. A run seeded
+        before keeps its date, so seeding again changes nothing."""
+        with transaction.atomic():
+            run, created = run_ingest(team=team, payload=RunPayload.model_validate(payload))
+            if created:
+                when = timezone.now() - timedelta(days=ago)
+                AgentRun.objects.filter(pk=run.pk).update(created_at=when)
+                Evaluation.objects.filter(run=run).update(created_at=when)
+                CriterionVerdict.objects.filter(run=run).update(run_created_at=when)
+                RunTool.objects.filter(run=run).update(run_created_at=when)
         return int(created)

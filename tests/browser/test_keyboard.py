@@ -1,0 +1,142 @@
+"""Keyboard and narrow-screen use in Debian's Chromium: Tab reaches every review action,
+Revert works from the keyboard, focus survives an editor swap, single-key shortcuts are scoped
+and switchable, and the top bar works at phone width (390 px)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from reviews.models import VerdictLabel
+from tests.browser.test_reviews import queue  # noqa: F401  (the shared review-queue fixture)
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+ACTIVE = "(() => { const e = document.activeElement; return [e.dataset.action || e.textContent.trim(), e.getAttribute('value')]; })()"
+
+
+def tab_until(page, wanted: str, limit: int = 15) -> bool:
+    for _ in range(limit):
+        page.keyboard.press("Tab")
+        if page.evaluate(ACTIVE)[0].startswith(wanted):
+            return True
+    return False
+
+
+def test_tab_reaches_agree_disagree_and_revert_and_revert_works_by_keyboard(
+    browser_page,
+    sign_in,
+    teammate,
+    queue,  # noqa: F811
+):
+    rubric, newer, _ = queue
+    page = sign_in(browser_page, teammate)
+    page.goto(f"/reviews/{rubric.id}/runs/{newer.id}/")
+    with page.expect_navigation():
+        page.keyboard.press("a")  # agree on c1: its Revert button appears
+    assert VerdictLabel.objects.filter(run=newer, criterion_key="c1").exists()
+
+    page.get_by_test_id("criterion-c1").focus()
+    assert tab_until(page, "agree")
+    assert tab_until(page, "disagree")
+    assert tab_until(page, "Revert")
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    expect(page.get_by_test_id("human-c1")).to_contain_text("not reviewed")
+    assert not VerdictLabel.objects.filter(run=newer, criterion_key="c1").exists()
+
+
+def test_focus_returns_to_the_control_after_an_editor_swap(
+    browser_page, sign_in, owner, make_rubric
+):
+    rubric = make_rubric()
+    page = sign_in(browser_page, owner)
+    page.goto(f"/rubrics/{rubric.id}/")
+
+    page.get_by_role("button", name="+ Add criterion").focus()
+    page.keyboard.press("Enter")
+    expect(page.get_by_test_id("criteria-rows").locator("textarea")).to_have_count(4)
+    page.wait_for_function("document.activeElement.getAttribute('value') === 'add'")
+
+    page.get_by_role("button", name="Move criterion 2 up").focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#id_c-0-description")).to_have_value('Gives the "order number"')
+    # The criterion moved to the top, where Move up is disabled: focus is on its Move down.
+    page.wait_for_function("document.activeElement.getAttribute('value') === 'down-0'")
+
+
+def test_n_in_the_review_queue_starts_reviewing_unless_shortcuts_are_off(
+    browser_page,
+    sign_in,
+    teammate,
+    queue,  # noqa: F811
+):
+    rubric, newer, _ = queue
+    page = sign_in(browser_page, teammate)
+    page.goto(f"/reviews/{rubric.id}/")
+    with page.expect_navigation(url=re.compile(f"/runs/{newer.id}/")):
+        page.keyboard.press("n")
+
+    page.goto(f"/reviews/{rubric.id}/")
+    page.keyboard.press("?")
+    dialog = page.locator("#keys-dialog")
+    expect(dialog).to_be_visible()
+    expect(dialog).to_contain_text("Start reviewing")
+    page.locator("#keys-toggle").uncheck()
+    page.keyboard.press("Escape")
+    expect(dialog).to_be_hidden()
+    page.reload()
+    page.keyboard.press("n")
+    page.wait_for_load_state("networkidle")
+    assert page.url.endswith(f"/reviews/{rubric.id}/")
+    assert page.evaluate("localStorage.getItem('evalsite-shortcuts-off')") == "1"
+
+
+def test_shortcuts_do_nothing_while_typing_in_an_input(
+    browser_page,
+    sign_in,
+    teammate,
+    queue,  # noqa: F811
+):
+    rubric, newer, _ = queue
+    page = sign_in(browser_page, teammate)
+    page.goto(f"/reviews/{rubric.id}/runs/{newer.id}/")
+    page.get_by_test_id("criterion-c1").locator("summary").click()
+    note = page.locator("#note-c1")
+    note.focus()
+    page.keyboard.type("and a pending note: jk?")
+    page.wait_for_load_state("networkidle")
+    expect(note).to_have_value("and a pending note: jk?")
+    expect(page.locator("#keys-dialog")).to_be_hidden()
+    assert page.url.endswith(f"/runs/{newer.id}/")
+    assert not VerdictLabel.objects.filter(run=newer).exists()
+
+
+def test_the_top_bar_works_at_390_px_with_the_user_menu_reachable(
+    chromium, live_server, sign_in, owner, team
+):
+    context = chromium.new_context(base_url=live_server.url, viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    try:
+        sign_in(page, owner)
+        page.goto("/runs/")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        summary = page.locator("details.user-menu summary")
+        box = summary.bounding_box()
+        assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390
+        summary.focus()
+        page.keyboard.press("Enter")
+        settings = page.get_by_role("link", name="Team settings & API keys")
+        expect(settings).to_be_visible()
+        box = settings.bounding_box()
+        assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390
+        page.keyboard.press("Escape")
+        expect(settings).to_be_hidden()
+        assert page.evaluate("document.activeElement.tagName") == "SUMMARY"
+        expect(
+            page.get_by_role("navigation", name="Main").get_by_role("link", name="Alerts")
+        ).to_be_attached()
+    finally:
+        context.close()

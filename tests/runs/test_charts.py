@@ -1,0 +1,31 @@
+"""The home page's pass-rate chart: rubrics told apart by dash and marker as well as colour,
+every point focusable with its value, and the numbers in a table."""
+
+from datetime import date, timedelta
+
+from runs.templatetags.charts import pass_rate_chart, pass_rate_table, series_swatch
+
+DAYS = [date(2026, 11, 1) + timedelta(days=i) for i in range(5)]
+SERIES = [
+    {"id": 1, "name": "Support <quality>", "points": {DAYS[0]: (3, 4), DAYS[2]: (1, 2)}},
+    {"id": 2, "name": "Tone", "points": {DAYS[1]: (2, 2)}},
+]
+
+
+def test_each_rubric_has_its_own_dash_and_marker_and_points_carry_their_value():
+    svg = str(pass_rate_chart(DAYS, SERIES))
+    assert 'stroke-dasharray=""' in svg and 'stroke-dasharray="7 4"' in svg
+    assert (
+        "<circle" in svg and "<rect" in svg
+    )  # circle markers for one rubric, squares for the other
+    assert svg.count('tabindex="0"') == 9  # 7-day rolling windows: 5 + 4 days with a rate
+    assert "Support &lt;quality&gt; · 7 days to Nov 01: 3/4 passed (75%)" in svg
+    assert "<quality>" not in svg
+    assert str(series_swatch(0)) != str(series_swatch(1))
+
+
+def test_the_table_lists_each_day_with_data_and_each_rubric():
+    context = pass_rate_table(DAYS, SERIES)
+    assert [r["day"] for r in context["rows"]] == DAYS
+    assert context["rows"][0]["cells"] == [(3, 4), None]
+    assert context["rows"][2]["cells"] == [(4, 6), (2, 2)]
