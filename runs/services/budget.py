@@ -146,27 +146,39 @@ def _park(claims: Sequence[Claimed]) -> None:
         evaluations_ended(ids)
 
 
-def budget_settle(admission: Admission) -> None:
-    """Return the messages' estimates to their slices with what their evaluations recorded;
-    where that gave back room of a nearly reached budget, queue the team's parked work again
-    (another process's unused slice may have been what parked it)."""
+def budget_settle(
+    admission: Admission, recorded: dict[Any, tuple[int, float | None] | None] | None = None
+) -> None:
+    """Return the messages' estimates to their slices with what their evaluations recorded
+    (``recorded``: evaluation id -> the usage this attempt wrote, None where it wrote none;
+    read from the evaluations when not given, e.g. after a crash); where that gave back room
+    of a nearly reached budget, queue the team's parked work again (another process's unused
+    slice may have been what parked it)."""
     for drawn, need, ids in admission.holds:
+        rows = _usage_rows(ids, recorded)
         tokens, usd, priced = 0, 0.0, 0
-        rows = evaluations_usage(ids)
-        for prompt, completion, cost in rows:
-            tokens += prompt + completion
+        for used, cost in rows:
+            tokens += used
             if cost is not None:
                 usd += cost
-                priced += prompt + completion
-        if priced:
-            usd_per_token[drawn.held.team_id] = usd / priced
-        if tokens:
-            _tokens_per_evaluation[drawn.held.team_id] = tokens // len(rows)
+                priced += used
         team_id = drawn.held.team_id
+        if priced:
+            usd_per_token[team_id] = usd / priced
+        if tokens:
+            _tokens_per_evaluation[team_id] = tokens // len(rows)
         if slice_return(drawn, need, tokens, usd) and (
             Evaluation.objects.filter(team_id=team_id, status=Status.OVER_BUDGET).exists()
         ):
             budgets_resume(team_id=team_id)
+
+
+def _usage_rows(
+    ids: list[uuid.UUID], recorded: dict[Any, tuple[int, float | None] | None] | None
+) -> list[tuple[int, float | None]]:
+    if recorded is None:
+        return [(p + c, cost) for p, c, cost in evaluations_usage(ids)]
+    return [usage for i in ids if (usage := recorded.get(i)) is not None]
 
 
 def _release(hold: BudgetHold) -> bool:

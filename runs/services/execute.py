@@ -27,6 +27,7 @@ from runs.scoring import (
 )
 from runs.scoring.fairshare import TENANT
 from runs.scoring.redact import internal_error, new_ref, tenant_error
+from runs.scoring.types import Usage
 
 from ..models import AgentRun, Evaluation, Kind, Status
 from ..ratelimit import judge_admit, limit_for
@@ -45,6 +46,13 @@ class Outcome:
     # "skipped", "succeeded", "failed", "retrying", "deferred", "lost_lease", "over_budget"
     status: str
     retry_in: float | None = None
+    # What this attempt wrote as the evaluation's usage: (tokens, cost; None when unknown).
+    usage: tuple[int, float | None] | None = None
+
+
+def _recorded(calls: list[Any]) -> tuple[int, float | None]:
+    usage = Usage.from_calls(calls)
+    return usage.prompt_tokens + usage.completion_tokens, usage.cost if calls else None
 
 
 class Claim(NamedTuple):
@@ -170,12 +178,16 @@ def _execute(claims: list[Claim]) -> list[Outcome]:
     admission = budget_admit(claims)
     if admission is None:
         return _judge_and_write(claims)
+    admitted = [c for c, ok in zip(claims, admission.admitted, strict=True) if ok]
+    judged: list[Outcome] | None = None
     try:
-        done = iter(
-            _judge_and_write([c for c, ok in zip(claims, admission.admitted, strict=True) if ok])
-        )
+        judged = _judge_and_write(admitted)
     finally:
-        budget_settle(admission)
+        recorded = None
+        if judged is not None:
+            recorded = {c.evaluation.id: o.usage for c, o in zip(admitted, judged, strict=True)}
+        budget_settle(admission, recorded)
+    done = iter(judged)
     return [next(done) if ok else Outcome("over_budget") for ok in admission.admitted]
 
 
@@ -203,8 +215,12 @@ def _judge_and_write(claims: list[Claim]) -> list[Outcome]:
             )
     if finished:
         written = record_many([job for _, job in finished])
-        for (i, _), ok in zip(finished, written, strict=True):
-            outcomes[i] = Outcome("succeeded") if ok else Outcome("lost_lease")
+        for (i, job), ok in zip(finished, written, strict=True):
+            outcomes[i] = (
+                Outcome("succeeded", usage=_recorded(job.result.calls))
+                if ok
+                else Outcome("lost_lease")
+            )
     return [outcomes[i] for i in range(len(claims))]
 
 
@@ -236,8 +252,10 @@ def _failed(claim: Claim, exc: BaseException) -> Outcome:
     if isinstance(exc, TransientJudgeError):
         return _transient(evaluation, token, exc)
     if isinstance(exc, PermanentJudgeError | ScoringInputError | JudgeError):
-        record_failure(evaluation, token, str(exc), getattr(exc, "calls", []))
-        return Outcome("failed")
+        calls = getattr(exc, "calls", [])
+        if record_failure(evaluation, token, str(exc), calls):
+            return Outcome("failed", usage=_recorded(calls))
+        return Outcome("lost_lease")
     if not isinstance(exc, Exception):
         raise exc  # KeyboardInterrupt, SystemExit, cancellation: not ours to swallow
     return _crashed(claim, exc)

@@ -92,3 +92,20 @@ def test_work_parked_while_another_slice_held_the_room_is_queued_when_it_is_give
 
     assert Evaluation.objects.get(pk=second.evaluation.pk).status == Status.QUEUED
     assert _day(team).reserved_tokens == 0 and _day(team).tokens == 0
+
+
+def test_a_message_settled_with_what_it_recorded_costs_no_query_until_its_slice_settles(
+    db, team, make_rubric, make_run, django_assert_num_queries
+):
+    rubric = make_rubric()
+    budget_update(team=team, daily_tokens=10_000_000)
+    first, second = _claim(make_run, rubric, 0), _claim(make_run, rubric, 1)
+    admissions = [budget_admit([first]), budget_admit([second])]
+
+    with django_assert_num_queries(0):
+        budget_settle(admissions[0], {first.evaluation.id: (120, None)})
+    with django_assert_num_queries(4):  # the slice: savepoint, hold deleted, counters, release
+        budget_settle(admissions[1], {second.evaluation.id: (80, 0.5)})
+
+    day = _day(team)
+    assert (day.tokens, day.usd, day.reserved_tokens) == (200, 0.5, 0)
