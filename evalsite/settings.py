@@ -339,6 +339,9 @@ EVALSITE_ALERT_INTERVAL = env_float("EVALSITE_ALERT_INTERVAL", 60.0)
 # This deployment's address as people reach it (e.g. https://evals.example.com): alert webhooks
 # link to the runs that caused an alert with it; empty: the links are paths only.
 EVALSITE_PUBLIC_URL = os.environ.get("EVALSITE_PUBLIC_URL", "").rstrip("/")
+# Signed-in users without a team may make one from the "no team" page. Off: only the first user
+# of a fresh deployment can (others are added by an owner or `manage.py team`).
+EVALSITE_ALLOW_TEAM_CREATION = env_bool("EVALSITE_ALLOW_TEAM_CREATION", True)
 
 CELERY_BEAT_SCHEDULE = {
     "alerts": {"task": "reviews.tasks.alerts_evaluate", "schedule": EVALSITE_ALERT_INTERVAL},

@@ -1,10 +1,21 @@
 from django.urls import path
 
-from . import views
+from . import views, views_members
 
 urlpatterns = [
     path("team/switch/", views.team_switch, name="team_switch"),
-    path("team/none/", views.no_team, name="no_team"),
+    path("team/none/", views_members.no_team, name="no_team"),
+    path("team/members/", views_members.member_invite_view, name="member_invite"),
+    path(
+        "team/members/<int:membership_id>/role/",
+        views_members.member_role_view,
+        name="member_role",
+    ),
+    path(
+        "team/members/<int:membership_id>/remove/",
+        views_members.member_remove_view,
+        name="member_remove",
+    ),
     path("team/", views.team_settings, name="team_settings"),
     path("team/settings/", views.team_settings_save, name="team_settings_save"),
     path("team/budget/", views.team_budget_save, name="team_budget_save"),
