@@ -57,3 +57,37 @@ def test_the_invite_form_keeps_what_was_typed_when_the_user_is_unknown(
     expect(page.get_by_text("no registered user has the username or email")).to_be_visible()
     expect(page.get_by_label("Username or email")).to_have_value("ghost@example.com")
     expect(page.get_by_label("Role", exact=True)).to_have_value("owner")
+
+
+def test_the_editor_says_unsaved_as_you_type_and_warns_before_a_reload_loses_the_draft(
+    browser_page, sign_in, owner, make_rubric
+):
+    rubric = make_rubric()
+    page = sign_in(browser_page, owner)
+    page.goto(f"/rubrics/{rubric.id}/")
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.type), dialog.accept()))
+
+    page.reload()  # nothing changed: no warning
+    page.locator("#id_c-0-description").click()
+    page.keyboard.type(" and the date")
+    expect(page.get_by_text("Unsaved draft")).to_be_visible()
+    page.reload()
+
+    assert dialogs == ["beforeunload"]
+
+
+def test_saving_the_draft_leaves_without_a_warning(browser_page, sign_in, owner, make_rubric):
+    rubric = make_rubric()
+    page = sign_in(browser_page, owner)
+    page.goto(f"/rubrics/{rubric.id}/")
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.type), dialog.accept()))
+
+    page.locator("#id_c-0-description").click()
+    page.keyboard.type(" and the date")
+    page.get_by_role("button", name="Save as version 2").click()
+    expect(page.get_by_text("Saved as version 2.")).to_be_visible()
+    page.reload()
+
+    assert dialogs == []
