@@ -213,6 +213,8 @@ EVALSITE_JUDGE_MODEL = os.environ.get("EVALSITE_JUDGE_MODEL", "")
 EVALSITE_JUDGE_API_BASE = os.environ.get("EVALSITE_JUDGE_API_BASE", "")
 EVALSITE_JUDGE_API_KEY = os.environ.get("EVALSITE_JUDGE_API_KEY", "")
 EVALSITE_JUDGE_TIMEOUT = env_float("EVALSITE_JUDGE_TIMEOUT", 60.0)
+# "Test connection" in team settings: seconds its one judge call may take (no retries).
+EVALSITE_CONNECTION_TEST_TIMEOUT = env_float("EVALSITE_CONNECTION_TEST_TIMEOUT", 15.0)
 # "auto": judge calls post straight to an OpenAI-compatible api_base (openai/<name> models with an
 # api_base) and use litellm for every other model; "litellm": always litellm (runs/scoring/direct.py).
 EVALSITE_JUDGE_TRANSPORT = os.environ.get("EVALSITE_JUDGE_TRANSPORT", "auto")

@@ -25,6 +25,11 @@ urlpatterns = [
     path("team/connections/", views.connection_new, name="connection_new"),
     path("team/connections/<uuid:connection_id>/", views.connection_edit, name="connection_edit"),
     path(
+        "team/connections/<uuid:connection_id>/test/",
+        views.connection_test_view,
+        name="connection_test",
+    ),
+    path(
         "team/connections/<uuid:connection_id>/delete/",
         views.connection_delete_view,
         name="connection_delete",

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from evalsite.errors import page_message
 from runs.services.budget import BudgetValidationError, budget_for, budget_update, budget_usage
+from runs.services.connection_check import connection_check
 
 from .access import (
     TeamRequest,
@@ -354,3 +355,17 @@ def connection_delete_view(request: TeamRequest, connection_id: Any) -> HttpResp
     else:
         messages.success(request, f"Connection “{connection.name}” deleted.")
     return redirect("team_settings")
+
+
+@owner_required
+@require_POST
+def connection_test_view(request: TeamRequest, connection_id: Any) -> HttpResponse:
+    """One tiny judge call through the connection (as a worker would make it): the answer or
+    the provider's error, as a message on the settings page."""
+    connection = team_object_or_404(request, JudgeConnection, id=connection_id)
+    check = connection_check(connection=connection)
+    if check.ok:
+        messages.success(request, f"Connection “{connection.name}” works: {check.answer}.")
+    else:
+        messages.error(request, f"Connection “{connection.name}” failed: {check.error}")
+    return redirect("/team/#connections")
