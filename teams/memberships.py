@@ -109,4 +109,3 @@ def _keep_an_owner(membership: Membership, action: str) -> None:
             f"{membership.user.get_username()} is the team's last owner: make another member "
             f"an owner before you {action} them"
         )
-

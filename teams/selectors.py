@@ -83,7 +83,7 @@ def judge_connections_by_id(*, ids: Any) -> dict[str, JudgeConnection]:
 
 def members_list(*, team: Team) -> list[Membership]:
     """The team's memberships with their users, owners first, then by username."""
-    order = {Role.OWNER: 0, Role.EDITOR: 1, Role.VIEWER: 2}
+    order: dict[str, int] = {Role.OWNER: 0, Role.EDITOR: 1, Role.VIEWER: 2}
     rows = list(Membership.objects.filter(team=team).select_related("user"))
     return sorted(rows, key=lambda m: (order.get(m.role, 3), m.user.get_username()))
 

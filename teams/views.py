@@ -28,8 +28,8 @@ from .access import (
     team_object_or_404,
     team_required,
 )
-from .middleware import SESSION_KEY
 from .forms import InviteForm
+from .middleware import SESSION_KEY
 from .models import ApiKey, JudgeConnection, Role
 from .selectors import api_keys_list, judge_connections_list, members_list, team_for_user
 from .services import (

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from evalsite.errors import page_message
 
 from .access import TeamRequest, owner_required, team_object_or_404
+from .forms import InviteForm, RoleForm, TeamCreateForm
 from .memberships import (
     LastOwner,
     member_invite,
@@ -24,7 +25,6 @@ from .memberships import (
     team_creation_allowed,
 )
 from .middleware import SESSION_KEY
-from .forms import InviteForm, RoleForm, TeamCreateForm
 from .models import Membership
 from .services import TeamValidationError
 from .views import settings_page
@@ -75,7 +75,9 @@ def member_invite_view(request: TeamRequest) -> HttpResponse:
 @owner_required
 @require_POST
 def member_role_view(request: TeamRequest, membership_id: Any) -> HttpResponse:
-    membership = team_object_or_404(request, Membership.objects.select_related("user"), pk=membership_id)
+    membership = team_object_or_404(
+        request, Membership.objects.select_related("user"), pk=membership_id
+    )
     form = RoleForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Pick a role: owner, editor or viewer.")
@@ -95,7 +97,9 @@ def member_role_view(request: TeamRequest, membership_id: Any) -> HttpResponse:
 @owner_required
 @require_POST
 def member_remove_view(request: TeamRequest, membership_id: Any) -> HttpResponse:
-    membership = team_object_or_404(request, Membership.objects.select_related("user"), pk=membership_id)
+    membership = team_object_or_404(
+        request, Membership.objects.select_related("user"), pk=membership_id
+    )
     try:
         member_remove(membership=membership)
     except LastOwner as exc:

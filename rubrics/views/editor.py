@@ -106,7 +106,11 @@ def _paste_lines(form: forms.Form, field: str, parsed: list[Any] | None) -> dict
     too_long = [
         problem
         for position, line in enumerate(criteria, start=1)
-        if (problem := criterion_too_long(line.description or "", position=position, line=line.number))
+        if (
+            problem := criterion_too_long(
+                line.description or "", position=position, line=line.number
+            )
+        )
     ]
     return {
         "criteria": criteria,

@@ -72,7 +72,9 @@ def criteria_text_too_long(text: str) -> str | None:
     for position, line in enumerate(
         (x for x in parse_lines(text) if x.description is not None), start=1
     ):
-        if problem := criterion_too_long(line.description or "", position=position, line=line.number):
+        if problem := criterion_too_long(
+            line.description or "", position=position, line=line.number
+        ):
             return problem
     return None
 

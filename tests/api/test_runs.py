@@ -199,4 +199,6 @@ def test_a_huge_body_names_the_documented_limit_and_its_setting(api):
         "request body is 5,000,001 bytes; the limit for a run is 1,000,000 bytes "
         "(EVALSITE_MAX_RUN_BYTES)"
     )
-    assert body["extra"]["limit"] == 1_000_000 and body["extra"]["setting"] == "EVALSITE_MAX_RUN_BYTES"
+    assert (
+        body["extra"]["limit"] == 1_000_000 and body["extra"]["setting"] == "EVALSITE_MAX_RUN_BYTES"
+    )

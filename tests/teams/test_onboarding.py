@@ -98,7 +98,9 @@ def test_the_last_owner_can_be_neither_demoted_nor_removed(owner, team):
     client = signed_in(owner)
     membership = Membership.objects.get(team=team, user=owner)
 
-    demote = client.post(reverse("member_role", args=[membership.pk]), {"role": "editor"}, follow=True)
+    demote = client.post(
+        reverse("member_role", args=[membership.pk]), {"role": "editor"}, follow=True
+    )
     remove = client.post(reverse("member_remove", args=[membership.pk]), follow=True)
 
     membership.refresh_from_db()

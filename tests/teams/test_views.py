@@ -97,7 +97,9 @@ def test_an_editor_reads_keys_and_connections_but_only_owners_manage_them(teamma
         client.post(reverse("api_key_new"), {"name": "mine"}).status_code,
         client.post(reverse("api_key_revoke", args=[key.id])).status_code,
         client.post(reverse("connection_delete", args=[connection.id])).status_code,
-        client.post(reverse("connection_new"), {"new-name": "x", "new-model": "openai/x"}).status_code,
+        client.post(
+            reverse("connection_new"), {"new-name": "x", "new-model": "openai/x"}
+        ).status_code,
     }
 
     assert answers == {403} and "prod" in page and "ours" in page
