@@ -43,18 +43,25 @@ BULK_PATH = re.compile(r"/runs/bulk/?$")
 OTEL_PATH = re.compile(r"/otel/v1/traces/?$")
 
 
-def body_limit(request: HttpRequest) -> int:
+def body_limit(request: HttpRequest) -> tuple[int, str]:
+    """The largest body accepted before parsing, and the setting it comes from."""
     if BULK_PATH.search(request.path) or OTEL_PATH.search(request.path):
-        return settings.EVALSITE_MAX_BULK_BYTES
-    return settings.EVALSITE_MAX_RUN_BYTES * BODY_MARGIN + 16_384
+        return settings.EVALSITE_MAX_BULK_BYTES, "EVALSITE_MAX_BULK_BYTES"
+    return settings.EVALSITE_MAX_RUN_BYTES * BODY_MARGIN + 16_384, "EVALSITE_MAX_RUN_BYTES"
 
 
 class PayloadTooLarge(TooLarge):
-    """The body is over body_limit(request) (``extra["limit"]``), refused before parsing."""
+    """The body is over body_limit(request), refused before parsing. The message names the
+    documented limit (the setting's value) and the setting, not the raw byte margin kept for
+    escaped text; ``extra`` carries both."""
 
-    def __init__(self, length: int, limit: int) -> None:
+    def __init__(self, length: int, limit: int, setting: str) -> None:
+        documented = getattr(settings, setting)
+        kind = "a bulk request" if setting == "EVALSITE_MAX_BULK_BYTES" else "a run"
         super().__init__(
-            f"request body is {length:,} bytes; the limit is {limit:,}", extra={"limit": limit}
+            f"request body is {length:,} bytes; the limit for {kind} is {documented:,} bytes "
+            f"({setting})",
+            extra={"limit": documented, "setting": setting, "body_limit": limit},
         )
 
 
@@ -119,9 +126,9 @@ class EvalsiteAPI(NinjaAPI):
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
             length = 0
-        limit = body_limit(request)
+        limit, setting = body_limit(request)
         if length > limit:
-            raise PayloadTooLarge(length, limit)
+            raise PayloadTooLarge(length, limit, setting)
         _check_query(request)
         return super().create_temporal_response(request)
 

@@ -213,6 +213,8 @@ EVALSITE_JUDGE_MODEL = os.environ.get("EVALSITE_JUDGE_MODEL", "")
 EVALSITE_JUDGE_API_BASE = os.environ.get("EVALSITE_JUDGE_API_BASE", "")
 EVALSITE_JUDGE_API_KEY = os.environ.get("EVALSITE_JUDGE_API_KEY", "")
 EVALSITE_JUDGE_TIMEOUT = env_float("EVALSITE_JUDGE_TIMEOUT", 60.0)
+# "Test connection" in team settings: seconds its one judge call may take (no retries).
+EVALSITE_CONNECTION_TEST_TIMEOUT = env_float("EVALSITE_CONNECTION_TEST_TIMEOUT", 15.0)
 # "auto": judge calls post straight to an OpenAI-compatible api_base (openai/<name> models with an
 # api_base) and use litellm for every other model; "litellm": always litellm (runs/scoring/direct.py).
 EVALSITE_JUDGE_TRANSPORT = os.environ.get("EVALSITE_JUDGE_TRANSPORT", "auto")
@@ -345,6 +347,9 @@ EVALSITE_ALERT_INTERVAL = env_float("EVALSITE_ALERT_INTERVAL", 60.0)
 # This deployment's address as people reach it (e.g. https://evals.example.com): alert webhooks
 # link to the runs that caused an alert with it; empty: the links are paths only.
 EVALSITE_PUBLIC_URL = os.environ.get("EVALSITE_PUBLIC_URL", "").rstrip("/")
+# Signed-in users without a team may make one from the "no team" page. Off: only the first user
+# of a fresh deployment can (others are added by an owner or `manage.py team`).
+EVALSITE_ALLOW_TEAM_CREATION = env_bool("EVALSITE_ALLOW_TEAM_CREATION", True)
 
 # --- Retention (reviews/services/retention.py, docs/retention.md) -------------------------
 # Seconds between runs of the retention task (Celery beat), which deletes each team's runs

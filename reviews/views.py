@@ -190,7 +190,13 @@ def _after_change(
 def _invalid(
     request: HttpRequest, rubric: Rubric, run: AgentRun, errors: dict[str, Any]
 ) -> HttpResponse:
-    context = _review_context(request, rubric, run, errors=errors)
+    """The review page with the refused form's errors, showing what was typed in it (the
+    score and note) rather than the stored values."""
+    posted = {
+        field: {"score": request.POST.get("score", ""), "note": request.POST.get("note", "")}
+        for field in errors
+    }
+    context = _review_context(request, rubric, run, errors=errors, posted=posted)
     return render(request, "reviews/review.html", context, status=422)
 
 

@@ -32,8 +32,10 @@ class CriterionDraftForm(forms.Form):
     """One row of the draft. ``key`` is the stable criterion key; blank for a new row."""
 
     key = forms.CharField(required=False, max_length=32, widget=forms.HiddenInput)
+    # Over CRITERION_MAX_CHARS is refused on save by the service, with the message every
+    # surface gives (runs.scoring.text.criterion_too_long); this cap only bounds the post.
     description = forms.CharField(
-        required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 2})
+        required=False, max_length=100_000, widget=forms.Textarea(attrs={"rows": 2})
     )
     required = forms.BooleanField(required=False)
 

@@ -121,6 +121,11 @@ def deployment_model_problem(model: str, *, api_base: str | None = None) -> str 
     default = settings.EVALSITE_JUDGE_MODEL
     if not model or model == default:
         return None
+    if model_provider(model) is None:  # checked on save, not first found when scoring
+        return (
+            f"litellm cannot tell the provider of {model!r}: use a litellm model string such "
+            "as openai/gpt-4o-mini"
+        )
     if not default:
         if api_base or settings.EVALSITE_JUDGE_API_BASE:
             return None  # every request goes to the operator's own server, whatever the name

@@ -16,7 +16,12 @@ from pydantic import ValidationError
 from evalsite.errors import FieldErrors
 from runs.scoring import AlignmentWeights
 from runs.scoring import Criterion as CriterionSpec
-from runs.scoring.text import coerce_criteria, count_criteria
+from runs.scoring.text import (
+    coerce_criteria,
+    count_criteria,
+    criteria_text_too_long,
+    criterion_too_long,
+)
 from teams.models import Team
 
 from .judging import JudgeParams, judge_choice_errors
@@ -63,6 +68,8 @@ def criteria_from_any(value: Any) -> list[CriterionInput]:
         criteria_count_check(len(value))
     elif isinstance(value, str):
         criteria_count_check(count_criteria(value))
+        if problem := criteria_text_too_long(value):
+            raise RubricValidationError({"criteria": problem})
     if isinstance(value, list) and all(isinstance(v, CriterionInput) for v in value):
         return list(value)
     keys = (
@@ -89,8 +96,8 @@ def criteria_validate(criteria: Sequence[CriterionInput]) -> None:
     for i, c in enumerate(criteria):
         if not c.description.strip():
             raise RubricValidationError({f"criteria[{i}].description": "must not be blank"})
-        if len(c.description) > 5000:
-            raise RubricValidationError({f"criteria[{i}].description": "at most 5,000 characters"})
+        if problem := criterion_too_long(c.description, position=i + 1):
+            raise RubricValidationError({f"criteria[{i}].description": problem})
         if c.key and c.key in seen:
             raise RubricValidationError({f"criteria[{i}].key": f"duplicate key {c.key!r}"})
         if c.key:

@@ -57,7 +57,9 @@ class RunInput(BaseModel):
 
 class CriterionIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    description: str = Field(min_length=1, max_length=5000)
+    # Longer than CRITERION_MAX_CHARS is refused by the service with the one message every
+    # surface gives; this bound only caps the work of parsing.
+    description: str = Field(min_length=1, max_length=100_000)
     required: bool = True
 
 

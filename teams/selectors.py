@@ -7,7 +7,7 @@ from typing import Any
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from .models import ApiKey, JudgeConnection, Membership, Team
+from .models import ApiKey, JudgeConnection, Membership, Role, Team
 from .services import hash_api_key
 
 # Writing last_used_at on every request would turn each API read into a write.
@@ -79,6 +79,13 @@ def judge_connections_by_id(*, ids: Any) -> dict[str, JudgeConnection]:
     if not wanted:
         return {}
     return {str(c.pk): c for c in JudgeConnection.objects.filter(pk__in=wanted)}
+
+
+def members_list(*, team: Team) -> list[Membership]:
+    """The team's memberships with their users, owners first, then by username."""
+    order: dict[str, int] = {Role.OWNER: 0, Role.EDITOR: 1, Role.VIEWER: 2}
+    rows = list(Membership.objects.filter(team=team).select_related("user"))
+    return sorted(rows, key=lambda m: (order.get(m.role, 3), m.user.get_username()))
 
 
 def _is_uuid(value: Any) -> bool:

@@ -1,10 +1,21 @@
 from django.urls import path
 
-from . import views
+from . import views, views_members
 
 urlpatterns = [
     path("team/switch/", views.team_switch, name="team_switch"),
-    path("team/none/", views.no_team, name="no_team"),
+    path("team/none/", views_members.no_team, name="no_team"),
+    path("team/members/", views_members.member_invite_view, name="member_invite"),
+    path(
+        "team/members/<int:membership_id>/role/",
+        views_members.member_role_view,
+        name="member_role",
+    ),
+    path(
+        "team/members/<int:membership_id>/remove/",
+        views_members.member_remove_view,
+        name="member_remove",
+    ),
     path("team/", views.team_settings, name="team_settings"),
     path("team/settings/", views.team_settings_save, name="team_settings_save"),
     path("team/retention/", views.team_retention_save, name="team_retention_save"),
@@ -14,6 +25,11 @@ urlpatterns = [
     path("team/webhook-secret/", views.webhook_secret_rotate, name="webhook_secret_rotate"),
     path("team/connections/", views.connection_new, name="connection_new"),
     path("team/connections/<uuid:connection_id>/", views.connection_edit, name="connection_edit"),
+    path(
+        "team/connections/<uuid:connection_id>/test/",
+        views.connection_test_view,
+        name="connection_test",
+    ),
     path(
         "team/connections/<uuid:connection_id>/delete/",
         views.connection_delete_view,

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from evalsite.errors import page_message
 from runs.services.budget import BudgetValidationError, budget_for, budget_update, budget_usage
+from runs.services.connection_check import connection_check
 
 from .access import (
     TeamRequest,
@@ -27,9 +28,10 @@ from .access import (
     team_object_or_404,
     team_required,
 )
+from .forms import InviteForm
 from .middleware import SESSION_KEY
-from .models import ApiKey, JudgeConnection
-from .selectors import api_keys_list, judge_connections_list, team_for_user
+from .models import ApiKey, JudgeConnection, Role
+from .selectors import api_keys_list, judge_connections_list, members_list, team_for_user
 from .services import (
     ConnectionInUse,
     TeamValidationError,
@@ -63,11 +65,6 @@ def team_switch(request: HttpRequest) -> HttpResponse:
     if allowed and section in ("runs", "rubrics", "failures", "team", "batches"):
         return redirect(f"/{section}/")
     return redirect("home")
-
-
-@login_required
-def no_team(request: HttpRequest) -> HttpResponse:
-    return render(request, "teams/no_team.html")
 
 
 class ApiKeyForm(forms.Form):
@@ -221,12 +218,15 @@ def _connection_rows(request: TeamRequest, editing: Any = None) -> list[tuple[An
     return rows
 
 
-def _settings_page(request: TeamRequest, *, status: int = 200, **context: Any) -> HttpResponse:
+def settings_page(request: TeamRequest, *, status: int = 200, **context: Any) -> HttpResponse:
     team = request.team
     context.setdefault("key_form", ApiKeyForm())
     context.setdefault("connection_form", ConnectionForm(prefix="new"))
     context["connections"] = _connection_rows(request, context.get("editing"))
     context["is_owner"] = request.membership.role == "owner"
+    context["members"] = members_list(team=team)
+    context.setdefault("invite_form", InviteForm())
+    context["role_choices"] = Role.choices
     context.setdefault(
         "settings_form", TeamSettingsForm(initial=TeamSettingsForm.initial_for(team))
     )
@@ -254,7 +254,7 @@ def _settings_page(request: TeamRequest, *, status: int = 200, **context: Any) -
 @team_required
 @require_GET
 def team_settings(request: TeamRequest) -> HttpResponse:
-    return _settings_page(request)
+    return settings_page(request)
 
 
 @editor_required
@@ -271,7 +271,7 @@ def team_settings_save(request: TeamRequest) -> HttpResponse:
         else:
             messages.success(request, "Team settings saved.")
             return redirect("team_settings")
-    return _settings_page(request, settings_form=form)
+    return settings_page(request, settings_form=form)
 
 
 @owner_required
@@ -308,26 +308,26 @@ def team_budget_save(request: TeamRequest) -> HttpResponse:
         else:
             messages.success(request, "Judge budget saved.")
             return redirect("team_settings")
-    return _settings_page(request, budget_form=form, status=422)
+    return settings_page(request, budget_form=form, status=422)
 
 
-@editor_required
+@owner_required
 @require_POST
 def api_key_new(request: TeamRequest) -> HttpResponse:
     """Create a key and show its secret on this response only: it is stored hashed, so no
     later page can show it again (hence no redirect here)."""
     form = ApiKeyForm(request.POST)
     if not form.is_valid():
-        return _settings_page(request, key_form=form)
+        return settings_page(request, key_form=form)
     key, raw = api_key_create(
         team=request.team,
         name=form.cleaned_data["name"],
         created_by=request.user,  # type: ignore[arg-type]
     )
-    return _settings_page(request, new_key=key, new_secret=raw)
+    return settings_page(request, new_key=key, new_secret=raw)
 
 
-@editor_required
+@owner_required
 @require_POST
 def api_key_revoke_view(request: TeamRequest, key_id: Any) -> HttpResponse:
     key = team_object_or_404(request, ApiKey, id=key_id)
@@ -342,7 +342,7 @@ def webhook_secret_rotate(request: TeamRequest) -> HttpResponse:
     """Make a new webhook signing secret and show it on this response only (it is stored
     encrypted and never shown again)."""
     raw = team_webhook_secret_rotate(team=request.team)
-    return _settings_page(request, new_webhook_secret=raw)
+    return settings_page(request, new_webhook_secret=raw)
 
 
 @owner_required
@@ -352,7 +352,7 @@ def connection_new(request: TeamRequest) -> HttpResponse:
     page shows only its last four characters."""
     form = ConnectionForm(request.POST, prefix="new")
     if not form.is_valid():
-        return _settings_page(request, connection_form=form)
+        return settings_page(request, connection_form=form)
     data = form.cleaned_data
     try:
         connection = connection_create(
@@ -365,8 +365,8 @@ def connection_new(request: TeamRequest) -> HttpResponse:
         )
     except TeamValidationError as exc:
         form.apply_service_errors(exc)
-        return _settings_page(request, connection_form=form)
-    return _settings_page(
+        return settings_page(request, connection_form=form)
+    return settings_page(
         request, new_connection=connection, new_connection_key=data["api_key"] or ""
     )
 
@@ -378,7 +378,7 @@ def connection_edit(request: TeamRequest, connection_id: Any) -> HttpResponse:
     connection = team_object_or_404(request, JudgeConnection, id=connection_id)
     form = ConnectionForm(request.POST, prefix=f"conn-{connection.pk}")
     if not form.is_valid():
-        return _settings_page(request, editing=form)
+        return settings_page(request, editing=form)
     data = form.cleaned_data
     fields = {k: data[k] for k in ("name", "model", "api_base", "params")}
     if data["api_key"] or data["remove_key"]:
@@ -387,7 +387,7 @@ def connection_edit(request: TeamRequest, connection_id: Any) -> HttpResponse:
         connection_update(connection=connection, **fields)
     except TeamValidationError as exc:
         form.apply_service_errors(exc)
-        return _settings_page(request, editing=form)
+        return settings_page(request, editing=form)
     messages.success(request, f"Connection “{connection.name}” saved.")
     return redirect("team_settings")
 
@@ -403,3 +403,17 @@ def connection_delete_view(request: TeamRequest, connection_id: Any) -> HttpResp
     else:
         messages.success(request, f"Connection “{connection.name}” deleted.")
     return redirect("team_settings")
+
+
+@owner_required
+@require_POST
+def connection_test_view(request: TeamRequest, connection_id: Any) -> HttpResponse:
+    """One tiny judge call through the connection (as a worker would make it): the answer or
+    the provider's error, as a message on the settings page."""
+    connection = team_object_or_404(request, JudgeConnection, id=connection_id)
+    check = connection_check(connection=connection)
+    if check.ok:
+        messages.success(request, f"Connection “{connection.name}” works: {check.answer}.")
+    else:
+        messages.error(request, f"Connection “{connection.name}” failed: {check.error}")
+    return redirect("/team/#connections")

@@ -56,3 +56,24 @@ def test_make_test_fast_leaves_out_worker_and_browser_tests_and_the_readme_says_
 
     assert '$(BIN)/pytest -m "not worker and not browser"' in target
     assert "`make test-fast`" in README and '-m "not worker and not browser"' in README
+
+
+def environment_names(source: str) -> set[str]:
+    """The variables a settings module reads: os.environ.get("X") and env_bool/int/float("X")."""
+    return set(
+        re.findall(r'(?:os\.environ\.get|env_(?:bool|int|float))\(\s*"([A-Z][A-Z0-9_]*)"', source)
+    )
+
+
+def test_every_environment_variable_settings_reads_is_in_the_readme():
+    names = environment_names((ROOT / "evalsite" / "settings.py").read_text())
+
+    assert {"SECRET_KEY", "DATABASE_URL", "LOG_LEVEL", "SECURE_COOKIES"} <= names
+    assert sorted(n for n in names if f"`{n}`" not in README) == []
+
+
+def test_the_environment_scan_would_notice_an_undocumented_variable():
+    assert environment_names('X = env_int("NEW_ONE", 3)\nY = os.environ.get("OTHER")') == {
+        "NEW_ONE",
+        "OTHER",
+    }

@@ -40,13 +40,16 @@ PROJECT_ENTRY_POINTS = {"evalsite.api", "evalsite.urls", "evalsite.wsgi", "evals
 
 
 def is_entry_point(module: str) -> bool:
-    """A views/API/admin/forms/tasks/... module of an app (api, api_rescore, api/...)."""
+    """A views/API/admin/forms/tasks/... module of an app (api, api_rescore, views_members,
+    api/...)."""
     if module in PROJECT_ENTRY_POINTS:
         return True
     parts = module.split(".")
     if parts[0] not in LAYERS or len(parts) < 2:
         return False
-    return parts[1] in ENTRY_POINTS or parts[1] == "api" or parts[1].startswith("api_")
+    if parts[1] in ENTRY_POINTS or parts[1] == "api":
+        return True
+    return parts[1].startswith(("api_", "views_"))  # api_rescore, views_members, ...
 
 
 def _imports(module: str, source: str, *, is_package: bool) -> list[tuple[int, list[str]]]:

@@ -14,7 +14,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from evalsite.errors import page_message
-from runs.scoring.text import BLANK, count_criteria, parse_criteria, parse_lines
+from runs.scoring.text import (
+    BLANK,
+    count_criteria,
+    criterion_too_long,
+    parse_criteria,
+    parse_lines,
+)
 from runs.selectors import rubric_stats
 from runs.services.try_it import rubric_try
 from teams.access import TeamRequest, editor_required, team_object_or_404, team_required
@@ -94,11 +100,22 @@ def _paste_lines(form: forms.Form, field: str, parsed: list[Any] | None) -> dict
     written, and the criterion) and the other non-blank ones with why they gave none. Only
     for text within the cap (``parsed`` is not None)."""
     if parsed is None or not hasattr(form, "cleaned_data"):
-        return {"criteria": [], "skipped": []}
+        return {"criteria": [], "skipped": [], "too_long": []}
     lines = parse_lines(form.cleaned_data.get(field) or "")
+    criteria = [line for line in lines if line.description is not None]
+    too_long = [
+        problem
+        for position, line in enumerate(criteria, start=1)
+        if (
+            problem := criterion_too_long(
+                line.description or "", position=position, line=line.number
+            )
+        )
+    ]
     return {
-        "criteria": [line for line in lines if line.description is not None],
+        "criteria": criteria,
         "skipped": [line for line in lines if line.skipped not in (None, BLANK)],
+        "too_long": too_long,
     }
 
 

@@ -52,6 +52,32 @@ _BOM = "\ufeff"
 BLANK, HEADING, NO_TEXT = "a blank line", "a Markdown heading", "only a list marker or a tag"
 _TEXT_PART_TYPES = {None, "text", "input_text", "output_text"}
 
+# The longest criterion description: one limit for every surface (forms, editor, paste preview,
+# API single and bulk, a run's own rubric), each reporting it with criterion_too_long.
+CRITERION_MAX_CHARS = 5000
+
+
+def criterion_too_long(description: str, *, position: int, line: int | None = None) -> str | None:
+    """The one message for an over-long criterion (None when it fits): ``position`` is the
+    1-based criterion, ``line`` the line of a pasted list it came from."""
+    size = len(description)
+    if size <= CRITERION_MAX_CHARS:
+        return None
+    where = f"on line {line}" if line is not None else str(position)
+    return f"Criterion {where} is {size:,} characters; the limit is {CRITERION_MAX_CHARS:,}."
+
+
+def criteria_text_too_long(text: str) -> str | None:
+    """The message for the first over-long criterion of a pasted list, naming its line."""
+    for position, line in enumerate(
+        (x for x in parse_lines(text) if x.description is not None), start=1
+    ):
+        if problem := criterion_too_long(
+            line.description or "", position=position, line=line.number
+        ):
+            return problem
+    return None
+
 
 @dataclass(frozen=True)
 class ParsedLine:

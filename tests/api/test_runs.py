@@ -190,3 +190,15 @@ def test_output_may_be_a_list_of_assistant_messages(api):
     payload = run_payload(output=[{"role": "assistant", "content": "First."}, "Second."])
     body = api.post("/runs", payload).json()
     assert body["output"] == [{"role": "assistant", "content": "First."}, "Second."]
+
+
+def test_a_huge_body_names_the_documented_limit_and_its_setting(api):
+    body = assert_error(api.post("/runs", raw=b"{" + b" " * 5_000_000), 413)
+
+    assert body["message"] == (
+        "request body is 5,000,001 bytes; the limit for a run is 1,000,000 bytes "
+        "(EVALSITE_MAX_RUN_BYTES)"
+    )
+    assert (
+        body["extra"]["limit"] == 1_000_000 and body["extra"]["setting"] == "EVALSITE_MAX_RUN_BYTES"
+    )

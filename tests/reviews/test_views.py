@@ -347,3 +347,36 @@ def test_a_tool_using_run_shows_its_trajectory_and_the_steps_each_verdict_cites(
     assert 'data-testid="review-trajectory"' in page
     assert 'id="step-2"' in page and "&lt;b&gt;found&lt;/b&gt;" in page
     assert '<a class="mono" href="#step-2">step 2</a>' in page
+
+
+def test_a_typed_alignment_score_is_kept_when_the_note_is_missing(
+    client_for, teammate, make_rubric, make_run, fake_judge
+):
+    from reviews.models import AlignmentLabel
+
+    rubric = make_rubric(name="Aligned", alignment_mode="user")
+    run = make_run(rubric=rubric.slug)
+    judge_pending()
+
+    response = client_for(teammate).post(
+        reverse("reviews:alignment", args=[rubric.id, run.id]),
+        {"perspective": "user", "dimension": "intent", "score": "0.35", "note": ""},
+    )
+
+    body = response.content.decode()
+    assert response.status_code == 422 and not AlignmentLabel.objects.exists()
+    assert 'id="score-user-intent" name="score" min="0" max="1" step="0.05" value="0.35"' in body
+
+
+def test_a_disagreement_refused_for_its_note_keeps_the_typed_note(
+    client_for, teammate, judged_run, rubric
+):
+    run = judged_run()
+    long_note = "n" * 6000  # over the note's limit
+
+    response = client_for(teammate).post(
+        reverse("reviews:verdict", args=[rubric.id, run.id]),
+        {"criterion": "c2", "satisfied": "false", "note": long_note},
+    )
+
+    assert response.status_code == 422 and f'value="{long_note}"' in response.content.decode()

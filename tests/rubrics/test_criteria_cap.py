@@ -109,7 +109,9 @@ def test_an_over_long_description_in_text_is_refused_like_one_in_a_list(team):
     with pytest.raises(RubricValidationError) as caught:
         rubric_create(team=team, name="Long", criteria="- ok\n- " + "x" * 5001)
 
-    assert caught.value.errors == {"criteria[1].description": "at most 5,000 characters"}
+    assert caught.value.errors == {
+        "criteria": "Criterion on line 2 is 5,001 characters; the limit is 5,000."
+    }
 
 
 # --- The API -------------------------------------------------------------------------------------

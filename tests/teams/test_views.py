@@ -83,3 +83,25 @@ def test_key_creation_needs_a_csrf_token(owner, team):
         reverse("api_key_new"), {"name": "x"}
     )
     assert response.status_code == 403 and not ApiKey.objects.filter(team=team).exists()
+
+
+def test_an_editor_reads_keys_and_connections_but_only_owners_manage_them(teammate, team):
+    from teams.models import JudgeConnection
+
+    key, _ = api_key_create(team=team, name="prod")
+    connection = JudgeConnection.objects.create(team=team, name="ours", model="openai/gpt-4o-mini")
+    client = signed_in(teammate)
+
+    page = client.get(reverse("team_settings")).content.decode()
+    answers = {
+        client.post(reverse("api_key_new"), {"name": "mine"}).status_code,
+        client.post(reverse("api_key_revoke", args=[key.id])).status_code,
+        client.post(reverse("connection_delete", args=[connection.id])).status_code,
+        client.post(
+            reverse("connection_new"), {"new-name": "x", "new-model": "openai/x"}
+        ).status_code,
+    }
+
+    assert answers == {403} and "prod" in page and "ours" in page
+    assert "Create key" not in page and "Revoke" not in page and "Create connection" not in page
+    assert ApiKey.objects.filter(revoked_at__isnull=True).count() == 1

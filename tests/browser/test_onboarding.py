@@ -1,0 +1,93 @@
+"""A newcomer's first hour in a real browser: the first user makes a team and adds a second
+user, who signs in and sees it; a form keeps what was typed when it shows an error."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from teams.models import Membership, Role, Team
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_the_first_user_creates_a_team_and_adds_a_second_user_who_then_sees_it(
+    browser_page, chromium, live_server, sign_in, make_user
+):
+    alice, bob = make_user("alice"), make_user("bob")
+    bob.email = "bob@example.com"
+    bob.save()
+    page = sign_in(browser_page, alice)
+
+    page.goto("/")
+    expect(page.get_by_role("heading", name="You are not in a team yet")).to_be_visible()
+    page.get_by_label("Team name").fill("Acme Labs")
+    page.get_by_role("button", name="Create team").click()
+    expect(page.get_by_text("Team “Acme Labs” created")).to_be_visible()
+
+    page.goto("/team/")
+    page.get_by_label("Username or email").fill("bob@example.com")
+    page.get_by_label("Role", exact=True).select_option("viewer")
+    page.get_by_role("button", name="Add member").click()
+    expect(page.get_by_text("bob added as viewer.")).to_be_visible()
+    team = Team.objects.get()
+    assert Membership.objects.get(team=team, user=bob).role == Role.VIEWER
+
+    other = chromium.new_context(base_url=live_server.url)
+    try:
+        second = sign_in(other.new_page(), bob)
+        second.goto("/team/")
+        expect(second.get_by_role("heading", name="Acme Labs settings")).to_be_visible()
+        expect(second.get_by_test_id("members")).to_contain_text("alice")
+        expect(second.get_by_role("button", name="Add member")).to_have_count(0)
+    finally:
+        other.close()
+
+
+def test_the_invite_form_keeps_what_was_typed_when_the_user_is_unknown(
+    browser_page, sign_in, owner, team
+):
+    page = sign_in(browser_page, owner)
+
+    page.goto("/team/")
+    page.get_by_label("Username or email").fill("ghost@example.com")
+    page.get_by_label("Role", exact=True).select_option("owner")
+    page.get_by_role("button", name="Add member").click()
+
+    expect(page.get_by_text("no registered user has the username or email")).to_be_visible()
+    expect(page.get_by_label("Username or email")).to_have_value("ghost@example.com")
+    expect(page.get_by_label("Role", exact=True)).to_have_value("owner")
+
+
+def test_the_editor_says_unsaved_as_you_type_and_warns_before_a_reload_loses_the_draft(
+    browser_page, sign_in, owner, make_rubric
+):
+    rubric = make_rubric()
+    page = sign_in(browser_page, owner)
+    page.goto(f"/rubrics/{rubric.id}/")
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.type), dialog.accept()))
+
+    page.reload()  # nothing changed: no warning
+    page.locator("#id_c-0-description").click()
+    page.keyboard.type(" and the date")
+    expect(page.get_by_text("Unsaved draft")).to_be_visible()
+    page.reload()
+
+    assert dialogs == ["beforeunload"]
+
+
+def test_saving_the_draft_leaves_without_a_warning(browser_page, sign_in, owner, make_rubric):
+    rubric = make_rubric()
+    page = sign_in(browser_page, owner)
+    page.goto(f"/rubrics/{rubric.id}/")
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.type), dialog.accept()))
+
+    page.locator("#id_c-0-description").click()
+    page.keyboard.type(" and the date")
+    page.get_by_role("button", name="Save as version 2").click()
+    expect(page.get_by_text("Saved as version 2.")).to_be_visible()
+    page.reload()
+
+    assert dialogs == []
