@@ -292,7 +292,7 @@ def team_retention_save(request: TeamRequest) -> HttpResponse:
         else:
             messages.success(request, "Retention saved.")
             return redirect("team_settings")
-    return _settings_page(request, retention_form=form, status=422)
+    return settings_page(request, retention_form=form, status=422)
 
 
 @editor_required
