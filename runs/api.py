@@ -36,8 +36,8 @@ from .selectors import (
     run_get,
     runs_list,
 )
-from .services import run_ingest
 from .services.bulk import runs_ingest_bulk
+from .services.ingest import run_store
 from .services.score import score_await, score_submit, score_waiting_slot
 
 router = Router(tags=["runs"])
@@ -47,7 +47,9 @@ router = Router(tags=["runs"])
 def create_run(request: HttpRequest, payload: RunPayload):
     """Store one run and queue its evaluations (201). Idempotent on `external_id`: the same
     payload again answers 200 with the stored run; another payload under that id is a 409."""
-    run, created = run_ingest(team=editor(request).team, payload=payload)
+    run, created, built = run_store(team=editor(request).team, payload=payload)
+    if built is not None:  # a new run: its evaluations as just stored (queued, not judged)
+        return Status(201, run_out(run, built, unjudged=True))
     return Status(201 if created else 200, run_out(run, evaluations_for_run(run=run)))
 
 

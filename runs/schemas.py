@@ -116,7 +116,11 @@ class EvaluationOut(Schema):
     alignment: AlignmentOut | None
 
 
-def evaluation_out(e: Evaluation) -> dict[str, Any]:
+def evaluation_out(e: Evaluation, *, unjudged: bool = False) -> dict[str, Any]:
+    """An evaluation as the API answers it. ``unjudged``: one just stored by this request
+    (no verdicts or alignment rows yet, so none are read)."""
+    verdicts = [] if unjudged else e.verdicts.all()
+    breakdowns = [] if unjudged else e.alignment.all()
     return {
         "id": e.id,
         "run_id": e.run_id,
@@ -134,8 +138,8 @@ def evaluation_out(e: Evaluation) -> dict[str, Any]:
         "is_current": e.is_current,
         "created_at": e.created_at,
         "finished_at": e.finished_at,
-        "verdicts": [_verdict(v) for v in e.verdicts.all()],
-        "alignment": _alignment(e, e.alignment.all()) if e.kind == Kind.ALIGNMENT else None,
+        "verdicts": [_verdict(v) for v in verdicts],
+        "alignment": _alignment(e, breakdowns) if e.kind == Kind.ALIGNMENT else None,
     }
 
 
@@ -292,7 +296,9 @@ def run_list_item_out(run: AgentRun) -> dict[str, Any]:
     return _summary(run) | {k: v or "" for k, v in previews.items()}
 
 
-def run_out(run: AgentRun, evaluations: list[Evaluation]) -> dict[str, Any]:
+def run_out(
+    run: AgentRun, evaluations: list[Evaluation], *, unjudged: bool = False
+) -> dict[str, Any]:
     return _summary(run) | {
         "input": run.input,
         "output": run.output,
@@ -302,7 +308,7 @@ def run_out(run: AgentRun, evaluations: list[Evaluation]) -> dict[str, Any]:
         "steps": (steps := run.trajectory()),
         "flagged_steps": run.flagged_steps,
         "tools": tool_names(steps),
-        "evaluations": [evaluation_out(e) for e in evaluations],
+        "evaluations": [evaluation_out(e, unjudged=unjudged) for e in evaluations],
     }
 
 
