@@ -18,6 +18,7 @@ from rubrics.services import rubric_create, rubric_set_judge_view
 from runs.models import AgentRun, CriterionVerdict, Evaluation, RunTool
 from runs.payloads import RunPayload
 from runs.services import run_ingest
+from runs.services.rollups import rollups_rebuild
 from teams.models import Team
 from teams.services import membership_set, team_create
 
@@ -189,6 +190,8 @@ class Command(BaseCommand):
         for i in range(12):
             payload = tool_run(i, rng) | {"rubric": tools.slug}
             created += self._ingest(team, payload, days_ago(i, 12))
+        # Ingest counted the runs on today's rollup; their dates moved back after it.
+        rollups_rebuild(team=team)
         self.stdout.write(
             self.style.SUCCESS(
                 f"demo ready: team 'demo', user 'demo' / password '{options['password']}', "
@@ -253,7 +256,8 @@ class Command(BaseCommand):
     def _ingest(self, team: Team, payload: dict, ago: float) -> int:
         """Ingest one run; a new one is dated ``ago`` days back (with its evaluations and the
         rows that copy its date) before its judging is enqueued on commit. A run seeded
-        before keeps its date, so seeding again changes nothing."""
+        before keeps its date, so seeding again changes nothing. The rollups, counted on the
+        day of ingest, are rebuilt once every run is in (``handle``)."""
         with transaction.atomic():
             run, created = run_ingest(team=team, payload=RunPayload.model_validate(payload))
             if created:
