@@ -4,6 +4,8 @@ Plus the agent-loop helpers: score, a 202 surfaced as still judging, until_passe
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 from evalsite_client import (
@@ -94,6 +96,8 @@ def _connections_team_and_otel(c) -> None:
     rule = c.create_alert_rule("budget", 80)
     assert [r["id"] for r in c.list_alert_rules()] == [rule["id"]]
     assert c.list_alerts() == []
+    changed = c.update_alert_rule(rule["id"], threshold=90, enabled=False)
+    assert (changed["threshold"], changed["enabled"]) == (90, False)
     c.delete_alert_rule(rule["id"])
 
 
@@ -118,6 +122,12 @@ def _runs_and_scoring(c) -> str:
     assert (result.passed, result.status, result.score) == (True, "succeeded", 1.0)
     assert [v["criterion_id"] for v in result.verdicts] == ["c1", "c2", "c3", "c4"]
     assert c.get_run(run["id"])["external_id"] == "t-1"
+    exported = [json.loads(line) for line in c.export_runs(agent="bot").splitlines()]
+    assert [r["external_id"] for r in exported] == ["t-1"]
+    assert "external_id" in c.export_runs(format="csv", agent="bot").splitlines()[0]
+    spare = c.create_run(agent="spare", output="Nothing to see.", external_id="spare-1")
+    c.delete_run(spare["id"])
+    assert c.list_runs(agent="spare")["items"] == []
     return result.run_id
 
 

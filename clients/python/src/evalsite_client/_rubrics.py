@@ -182,6 +182,14 @@ class RubricsMixin(BaseClient):
         payload = body(kind=kind, threshold=threshold, **fields)
         return cast(dict[str, Any], self._json("reviews_api_alerts_rule_create", json=payload))
 
+    def update_alert_rule(self, rule_id: str, **changes: Any) -> dict[str, Any]:
+        """Change some fields of a rule (the others keep theirs); ``enabled=False`` turns it
+        off and resolves its open alert."""
+        path = {"rule_id": rule_id}
+        return cast(
+            dict[str, Any], self._json("reviews_api_alerts_rule_update", path, json=changes)
+        )
+
     def delete_alert_rule(self, rule_id: str) -> None:
         self._request("reviews_api_alerts_rule_delete", {"rule_id": rule_id})
 

@@ -87,6 +87,18 @@ class RunsMixin(BaseClient):
     def get_run(self, run_id: str) -> Run:
         return cast(Run, self._json("runs_api_get_run", {"run_id": run_id}))
 
+    def delete_run(self, run_id: str, *, force: bool = False) -> None:
+        """Delete a run with its evaluations, verdicts and labels. A protected run (golden,
+        labelled, an example) is a 409 naming why unless ``force`` (owners and API keys)."""
+        params = {"force": "true"} if force else None
+        self._request("runs_api_delete_run", {"run_id": run_id}, params=params)
+
+    def export_runs(self, *, format: str = "jsonl", **filters: Any) -> str:
+        """Every run matching the filters with its current (human-adjusted) verdicts and
+        alignment, as CSV or JSON Lines text, streamed by the server."""
+        params = body(format=format, **filters)
+        return self._request("reviews_api_export_export_runs", params=params).text
+
     def get_evaluation(self, evaluation_id: str) -> Evaluation:
         path = {"evaluation_id": evaluation_id}
         return cast(Evaluation, self._json("runs_api_get_evaluation", path))

@@ -58,6 +58,8 @@ OPERATIONS: dict[str, Operation] = {
     "runs_api_list_runs": _op("GET", "/api/runs", "list_runs"),
     "runs_api_create_runs_bulk": _op("POST", "/api/runs/bulk", "create_runs_bulk"),
     "runs_api_get_run": _op("GET", "/api/runs/{run_id}", "get_run"),
+    "runs_api_delete_run": _op("DELETE", "/api/runs/{run_id}", "delete_run"),
+    "reviews_api_export_export_runs": _op("GET", "/api/runs/export", "export_runs"),
     "runs_api_get_evaluation": _op("GET", "/api/evaluations/{evaluation_id}", "get_evaluation"),
     "runs_api_score": _op("POST", "/api/score", "score"),
     # Re-scoring (always with an Idempotency-Key)
@@ -119,6 +121,9 @@ OPERATIONS: dict[str, Operation] = {
     "reviews_api_alerts_rules_list": _op("GET", "/api/alerts/rules", "list_alert_rules"),
     "reviews_api_alerts_rule_create": _op(
         "POST", "/api/alerts/rules", "create_alert_rule", idempotent=False
+    ),
+    "reviews_api_alerts_rule_update": _op(
+        "PATCH", "/api/alerts/rules/{rule_id}", "update_alert_rule"
     ),
     "reviews_api_alerts_rule_delete": _op(
         "DELETE", "/api/alerts/rules/{rule_id}", "delete_alert_rule"
