@@ -6,16 +6,23 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 
 .PHONY: run test test-fast test-only install install-run lint typecheck bench-throughput bench-pages bench-rescore clean
 
+# Installs with uv (from PyPI, into the virtualenv: about ten times faster than pip on a first
+# start, same pinned constraints); falls back to pip where uv cannot be installed or fails.
+# Set PIP_ONLY=1 to always use pip.
+PIP_INSTALL = if [ -z "$${PIP_ONLY:-}" ] && { test -x $(BIN)/uv || $(BIN)/python -m pip install --quiet uv >/dev/null 2>&1; }; \
+	then $(BIN)/uv pip install --quiet --python $(BIN)/python $(1) || $(BIN)/python -m pip install --quiet $(1); \
+	else $(BIN)/python -m pip install --quiet $(1); fi
+
 # What running needs (`make run`): the app and its dependencies only.
 $(BIN)/.installed-run: pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e .
+	$(call PIP_INSTALL,-c constraints.txt -e .)
 	touch $@
 
 # What testing needs on top (`make test`, lint, types): the test tools and the Python client.
 $(BIN)/.installed: $(BIN)/.installed-run pyproject.toml constraints.txt clients/python/pyproject.toml
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e ./clients/python
+	$(call PIP_INSTALL,-c constraints.txt -e '.[dev]')
+	$(call PIP_INSTALL,-c constraints.txt -e ./clients/python)
 	touch $@
 
 install-run: $(BIN)/.installed-run
