@@ -130,9 +130,12 @@ def shared_worker(worker_env, tmp_path_factory) -> Iterator[SharedWorker]:
 
 
 @pytest.fixture
-def start_worker(shared_worker, tmp_path) -> Iterator[Callable[..., Worker]]:
+def start_worker(shared_worker, transactional_db, tmp_path) -> Iterator[Callable[..., Worker]]:
     """Start worker processes (extra env per call); all are stopped at the end of the test.
-    The shared worker is stopped first so these are the queue's only consumers."""
+    The shared worker is stopped first so these are the queue's only consumers. Set up after
+    the test database (``transactional_db``), so it is torn down before it: the workers stop
+    before the database is flushed, and a worker still judging a test's backlog never holds
+    locks that deadlock the flush's TRUNCATE (seen on PostgreSQL)."""
     shared_worker.stop()
     started: list[Worker] = []
 
