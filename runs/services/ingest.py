@@ -9,7 +9,7 @@ from datetime import timedelta
 from typing import Any, NamedTuple
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from evalsite.errors import Conflict, FieldErrors, TooLarge
@@ -23,6 +23,7 @@ from teams.models import Team
 from ..models import AgentRun, Evaluation, Kind, RunTool, Status
 from ..payloads import RunPayload
 from .evaluations import evaluation_build, evaluations_enqueue
+from .groupcommit import GroupCommit
 from .rollups import rollup_runs_added
 from .sampling import nothing_to_judge_refusal, run_sampled
 
@@ -151,28 +152,51 @@ def run_store(
         existing = AgentRun.objects.filter(team=team, external_id=payload.external_id).first()
         if existing is not None:
             return Ingested(run_same_or_conflict(existing, digest), False, None)
+    built = run_build(
+        team, payload, rubric, digest, inline_criteria, judge_view, refuse_empty,
+        sample=not scored_only,
+    )  # fmt: skip
+    if scored_only and not built[1]:
+        raise NothingToScore()
+    if claim is not None:
+        _born_claimed(built, claim)
     try:
-        with transaction.atomic():
-            built = run_build(
-                team,
-                payload,
-                rubric,
-                digest,
-                inline_criteria,
-                judge_view,
-                refuse_empty,
-                sample=not scored_only,
-            )
-            if scored_only and not built[1]:
-                raise NothingToScore()
-            if claim is not None:
-                _born_claimed(built, claim)
-            runs_store([built], enqueue=claim is None)
+        _store_one(built, enqueue=claim is None)
     except IntegrityError:
         # Another request stored the same external_id between our check and insert.
         existing = AgentRun.objects.get(team=team, external_id=payload.external_id)
         return Ingested(run_same_or_conflict(existing, digest), False, None)
     return Ingested(built[0], True, built[1])
+
+
+def _store_one(built: Built, *, enqueue: bool) -> None:
+    """Store one built run in its own transaction, committed when this returns. Concurrent
+    callers in one process (gunicorn's threads) share the transaction (group commit, as
+    results do): the statements and the broker publish are the same few for any number of
+    runs. A group that fails is retried run by run, so an external_id race or a bad row fails
+    only its own caller. Inside a caller's transaction the run is written there, alone."""
+    if connection.in_atomic_block:
+        _store_group([(built, enqueue)])
+    else:
+        _stores.submit((built, enqueue))
+
+
+def _store_group(jobs: list[tuple[Built, bool]]) -> list[None]:
+    """Each run is a single run: its evaluations go on the live lane, as if sent alone, one
+    publish per team (a message never mixes teams, so the workers' fair sharing sees it)."""
+    queued: dict[Any, list[Any]] = {}
+    for (run, evaluations), queue in jobs:
+        if queue:
+            queued.setdefault(run.team_id, []).extend(e.id for e in evaluations)
+    with transaction.atomic():
+        runs_store([b for b, _ in jobs], enqueue=False)
+        for ids in queued.values():
+            evaluations_enqueue(ids, bulk=False)
+    return [None] * len(jobs)
+
+
+Built = tuple[AgentRun, list[Evaluation]]
+_stores: GroupCommit[tuple[Built, bool], None] = GroupCommit(_store_group)
 
 
 def _born_claimed(built: tuple[AgentRun, list[Evaluation]], token: uuid.UUID) -> None:
