@@ -20,7 +20,13 @@ from django.views.decorators.http import require_http_methods, require_POST
 from evalsite.errors import page_message
 from teams.access import TeamRequest, editor_required
 
-from ..forms import CriteriaFormSet, DraftMetaForm, DraftViewForm, draft_formset
+from ..forms import (
+    CriteriaFormSet,
+    DraftMetaForm,
+    DraftViewForm,
+    draft_formset,
+    draft_rows_from_formset,
+)
 from ..models import Criterion, Rubric, WorkingCopy
 from ..services import RubricValidationError
 from ..working_copy import (
@@ -45,21 +51,14 @@ def _posted_rows(request: TeamRequest) -> list[dict[str, Any]]:
     """The criteria rows as posted, read by the editor's own formset (at most the cap plus
     one rows); RubricValidationError names a row field the formset refuses."""
     formset = CriteriaFormSet(request.POST, prefix="c")
-    if not formset.is_valid():
-        errors = (
-            {"criteria": " ".join(formset.non_form_errors())} if formset.non_form_errors() else {}
-        )
-        for i, form_errors in enumerate(formset.errors):
-            errors |= {f"criteria[{i}].{k}": " ".join(v) for k, v in form_errors.items()}
-        raise RubricValidationError(errors or {"criteria": "the criteria rows are malformed"})
-    return [
-        {
-            "key": (form.cleaned_data.get("key") or "").strip(),
-            "description": form.cleaned_data.get("description") or "",
-            "required": bool(form.cleaned_data.get("required")),
-        }
-        for form in formset.forms
-    ]
+    if formset.is_valid():
+        return draft_rows_from_formset(formset)
+    errors: dict[str, str] = {}
+    if formset.non_form_errors():
+        errors["criteria"] = " ".join(str(m) for m in formset.non_form_errors())
+    for i, form in enumerate(formset.forms):
+        errors |= {f"criteria[{i}].{k}": " ".join(map(str, v)) for k, v in form.errors.items()}
+    raise RubricValidationError(errors or {"criteria": "the criteria rows are malformed"})
 
 
 def _base_number(request: TeamRequest) -> int | None:
@@ -105,7 +104,7 @@ def rubric_working_copy(request: TeamRequest, rubric_id: Any) -> HttpResponse:
             return JsonResponse({"message": "No unsaved edits of this rubric."}, status=404)
         return _copy_answer(copy)
     try:
-        state = {"criteria": _posted_rows(request)}
+        state: dict[str, Any] = {"criteria": _posted_rows(request)}
         state |= {name: request.POST.get(name, "") for name in TEXT_FIELDS}
         copy = working_copy_save(
             rubric=rubric, user=request.user, state=state, base_number=_base_number(request)

@@ -12,7 +12,7 @@
   "use strict";
   var FORM = "#criteria-draft";
   var DELAY_MS = 800;
-  var IGNORED = ["csrfmiddlewaretoken", "try_run"]; // not part of the draft
+  var IGNORED = ["csrfmiddlewaretoken", "try_run", "compare_n"]; // not part of the draft
   var leaving = false;
   var stored = null; // the serialized form the server holds (or that matches the version)
   var base = ""; // the version number the page's form was loaded from
