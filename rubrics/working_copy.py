@@ -96,9 +96,11 @@ def _limit_errors(state: dict[str, Any]) -> dict[str, str]:
         ("instructions", MAX_INSTRUCTIONS_CHARS),
         ("run_token_budget", MAX_BUDGET_CHARS),
     ):
-        size = len(str(state.get(name) or ""))
-        if size > most:
-            return {name: f"at most {most:,} characters (got {size:,})"}
+        text = str(state.get(name) or "")
+        if len(text) > most:
+            return {name: f"at most {most:,} characters (got {len(text):,})"}
+        if "\x00" in text:  # PostgreSQL cannot store it in JSON
+            return {name: "must not contain NUL characters"}
     return {}
 
 

@@ -296,6 +296,12 @@ def too_many_rows(rubric) -> dict:
             "at most 32 characters",
         ),
         (lambda r: autosave_post(r, judge_view="sideways"), "judge_view", "not a judge view"),
+        (lambda r: autosave_post(r, note="a\x00b"), "note", "must not contain NUL characters"),
+        (
+            lambda r: autosave_post(r, rows=[("", "a\x00b", True)]),
+            "criteria[0].description",
+            "Null characters are not allowed.",
+        ),
         (lambda r: autosave_post(r, base="7"), "base_version", "this rubric has no version 7"),
         (lambda r: autosave_post(r, base="v1"), "base_version", "must be a version number"),
         (
