@@ -90,3 +90,22 @@ def test_keep_editing_closes_the_notice_and_saving_a_version_ends_the_edits(
     expect(page.get_by_text("Saved as version 2.")).to_be_visible()
     expect(page.get_by_test_id("unsaved-edits")).to_have_count(0)
     assert not WorkingCopy.objects.exists()
+
+
+def test_discard_draft_under_the_criteria_ends_edits_made_since_the_page_opened(
+    browser_page, sign_in, owner, make_rubric
+):
+    rubric = make_rubric()
+    page = sign_in(browser_page, owner)
+    page.goto(f"/rubrics/{rubric.id}/")
+    rows = page.get_by_test_id("criteria-rows").locator("textarea")
+
+    page.get_by_role("button", name="Delete criterion 1").click()
+    expect(rows).to_have_count(2)
+    expect(page.locator("[data-draft-state]")).to_contain_text("Unsaved edits saved")
+    assert WorkingCopy.objects.filter(rubric=rubric, user=owner).exists()
+    page.get_by_role("button", name="Discard draft").click()
+
+    expect(page.get_by_text("Unsaved edits discarded")).to_be_visible()
+    expect(rows).to_have_count(3)
+    assert not WorkingCopy.objects.exists()
