@@ -19,6 +19,7 @@
   var timer = null;
   var inFlight = null; // the serialized form being posted
   var failed = false;
+  var lastState = null; // the note's state and text once the server answered, or as loaded
 
   function form() { return document.querySelector(FORM); }
 
@@ -40,7 +41,7 @@
     var span = el && el.querySelector("[data-draft-state]");
     if (!span) return;
     span.dataset.draftState = state;
-    span.className = "draft-note";
+    span.className = state === "saved" ? "hint" : "draft-note"; // "saved": as the version
     span.setAttribute("role", "status");
     span.textContent = text;
   }
@@ -60,7 +61,10 @@
 
   function changed() {
     if (leaving || !form()) return;
-    if (serialized(form()) === stored && !failed) return;
+    if (serialized(form()) === stored && !failed) { // what the server has (a swap may say else)
+      if (lastState && inFlight === null) note(lastState[0], lastState[1]);
+      return;
+    }
     if (inFlight === null) note("unsaved", "Unsaved draft");
     schedule();
   }
@@ -69,16 +73,18 @@
     return response.json().catch(function () { return {}; }).then(function (answer) {
       inFlight = null;
       if (leaving) return;
-      if (!response.ok) {
+      if (!response.ok || !answer.state) { // a refusal, or the login page: signed out
         failed = true;
-        var why = answer.message || "the server answered " + response.status;
+        var why = answer.message ||
+          (response.redirected ? "signed out: sign in again in another tab" : "the server answered " + response.status);
         note("failed", "Unsaved draft: not saved on the server (" + why + "). Leaving this page loses it.");
         return;
       }
       failed = false;
       stored = sent;
       if (serialized(form()) !== stored) return changed();
-      note(answer.state === "saved" ? "stored" : "clean", answer.label);
+      lastState = [answer.state === "saved" ? "stored" : "clean", answer.label];
+      note(lastState[0], lastState[1]);
     });
   }
 
@@ -88,7 +94,10 @@
     if (!el || leaving) return;
     if (inFlight !== null) return schedule(); // one at a time: the next one follows
     var sent = serialized(el);
-    if (sent === stored && !failed) return;
+    if (sent === stored && !failed) { // edited back to what the server has
+      if (lastState) note(lastState[0], lastState[1]);
+      return;
+    }
     inFlight = sent;
     note("saving", "Saving…");
     fetch(el.dataset.autosaveUrl, {
@@ -147,5 +156,9 @@
     if (!el) return;
     stored = serialized(el);
     base = el.dataset.baseVersion || "";
+    var span = el.querySelector("[data-draft-state]");
+    if (span) lastState = [span.dataset.draftState, span.textContent];
+    // A page rendered from a post (no htmx) may hold edits the server does not have yet.
+    if (span && span.dataset.draftState === "unsaved") { stored = null; lastState = null; schedule(); }
   });
 })();

@@ -8,6 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from rubrics.models import WorkingCopy
+from tests.browser.test_accessibility import axe_violations
 from tests.page_helpers import htmx_settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -42,6 +43,7 @@ def test_edits_survive_a_reload_and_discarding_them_shows_the_saved_version(
     expect(rows.first).to_have_value('Says "thanks"')
     expect(rows.nth(1)).to_have_value('Mentions "refund" and the refund date')
     expect(state).to_contain_text("Unsaved edits saved")
+    assert axe_violations(page) == []
 
     notice.get_by_role("button", name="Discard edits").click()
 

@@ -339,3 +339,16 @@ def test_the_service_refuses_a_state_of_another_shape(owner, make_rubric):
 
     with pytest.raises(ValueError, match="surprise"):
         working_copy_save(rubric=rubric, user=owner, state=state, base_number=None)
+
+
+def test_a_rubric_without_versions_keeps_edits_based_on_none(owner, make_rubric):
+    rubric = make_rubric(criteria=[])
+    client = signed_in(owner)
+    assert rubric.current_version is None
+
+    response = autosave(client, rubric, rows=[("", "A first criterion", True)], base="")
+
+    assert response.json()["state"] == "saved" and response.json()["base_version"] is None
+    page = editor(client, rubric)
+    assert "You have unsaved edits from" in page and "based on version" not in page
+    assert "A first criterion" in page
