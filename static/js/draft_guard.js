@@ -18,6 +18,7 @@
   var base = ""; // the version number the page's form was loaded from
   var timer = null;
   var inFlight = null; // the serialized form being posted
+  var settled = Promise.resolve(); // resolves once no autosave is in flight
   var failed = false;
   var lastState = null; // the note's state and text once the server answered, or as loaded
 
@@ -100,7 +101,7 @@
     }
     inFlight = sent;
     note("saving", "Saving…");
-    fetch(el.dataset.autosaveUrl, {
+    settled = fetch(el.dataset.autosaveUrl, {
       method: "POST",
       body: body(el),
       credentials: "same-origin",
@@ -130,6 +131,23 @@
       var first = form() && form().querySelector("textarea");
       if (first) first.focus();
     }
+  });
+  // Saving or discarding waits for an autosave in flight, so it cannot land after them and
+  // bring back edits just discarded. htmx buttons: hold the request; plain forms: the submit.
+  document.addEventListener("htmx:confirm", function (event) {
+    var detail = event.detail || {};
+    var by = (detail.triggeringEvent && detail.triggeringEvent.submitter) || detail.elt;
+    if (inFlight === null || !by || !by.closest || !by.closest("[data-draft-leave]")) return;
+    event.preventDefault();
+    settled.then(function () { event.detail.issueRequest(true); });
+  });
+  document.addEventListener("submit", function (event) {
+    var by = event.submitter;
+    if (inFlight === null || event.defaultPrevented || !by || !by.hasAttribute("data-draft-leave")) return;
+    if (by.hasAttribute("hx-post")) return; // htmx sends it (above)
+    event.preventDefault();
+    var el = event.target;
+    settled.then(function () { el.requestSubmit(by); });
   });
   window.addEventListener("beforeunload", function (event) {
     if (leaving || !pending()) return;

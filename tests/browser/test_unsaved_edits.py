@@ -8,6 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from rubrics.models import WorkingCopy
+from rubrics.working_copy import CriterionRow, WorkingCopyState, working_copy_save
 from tests.browser.test_accessibility import axe_violations
 from tests.page_helpers import htmx_settled
 
@@ -110,4 +111,33 @@ def test_discard_draft_under_the_criteria_ends_edits_made_since_the_page_opened(
 
     expect(page.get_by_text("Unsaved edits discarded")).to_be_visible()
     expect(rows).to_have_count(3)
+    assert not WorkingCopy.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "button",
+    ["Discard edits", "Discard draft"],  # the notice's plain form; htmx under the criteria
+)
+def test_discarding_waits_for_an_autosave_in_flight_so_the_edits_stay_discarded(
+    browser_page, sign_in, owner, make_rubric, button
+):
+    rubric = make_rubric()
+    state = WorkingCopyState(criteria=[CriterionRow(description="Restored")]).model_dump()
+    working_copy_save(rubric=rubric, user=owner, state=state, base_number=1)
+    page = sign_in(browser_page, owner)
+    held: list = []
+    page.route("**/unsaved-edits/", lambda route: held.append(route))  # slow to reach the server
+    page.goto(f"/rubrics/{rubric.id}/")
+    expect(page.get_by_test_id("unsaved-edits")).to_be_visible()
+
+    page.locator("#id_c-0-description").fill("Restored, then edited")
+    expect(page.locator("[data-draft-state]")).to_have_text("Saving…")
+    assert len(held) == 1
+    page.get_by_role("button", name=button).click()
+    held[0].fulfill(response=held[0].fetch())  # the autosave lands; then the discard goes
+
+    expect(page.get_by_text("Unsaved edits discarded")).to_be_visible()
+    expect(page.get_by_test_id("criteria-rows").locator("textarea").first).to_have_value(
+        'Mentions "refund"'
+    )
     assert not WorkingCopy.objects.exists()
