@@ -19,6 +19,7 @@ from .services import (
     RubricValidationError,
 )
 from .versioning import view_of
+from .working_copy import MAX_PASTE_CHARS, rows_differ
 
 DIMENSIONS = ("intent", "requirements", "completeness", "appropriateness")
 PERSPECTIVES = ("user", "system")
@@ -56,7 +57,7 @@ CriteriaFormSet = forms.formset_factory(CriterionDraftForm, formset=CriteriaBase
 class DraftMetaForm(forms.Form):
     """What travels with the draft besides its rows: the paste box and the version note."""
 
-    import_text = forms.CharField(required=False, max_length=100_000, widget=forms.Textarea)
+    import_text = forms.CharField(required=False, max_length=MAX_PASTE_CHARS, widget=forms.Textarea)
     note = forms.CharField(required=False, max_length=300)
 
 
@@ -186,12 +187,7 @@ def draft_criteria(rows: list[dict[str, Any]]) -> tuple[list[CriterionInput], li
 
 
 def draft_differs(rows: list[dict[str, Any]], criteria: list[Criterion]) -> bool:
-    wanted = [
-        (r["key"], r["description"].strip(), r["required"])
-        for r in rows
-        if r["description"].strip()
-    ]
-    return wanted != [(c.key, c.description, c.required) for c in criteria]
+    return rows_differ(rows, criteria)
 
 
 def criteria_errors_onto_formset(

@@ -190,3 +190,33 @@ class CriterionExample(models.Model):
 
     def __str__(self) -> str:
         return f"[{self.criterion_key}] {self.excerpt[:40]}"
+
+
+class WorkingCopy(models.Model):
+    """A user's unsaved edits in a rubric's editor ("unsaved edits"): the editor form's state,
+    autosaved as they type so a reload or a closed tab loses nothing. One per (rubric, user),
+    never shared and never judged; saving a version or discarding the edits deletes it. Not a
+    draft version (``RubricVersion.published=False``, rubrics.drafts): nothing here is a
+    version until the editor saves one."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    rubric = models.ForeignKey(Rubric, on_delete=models.CASCADE, related_name="working_copies")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    # The version the editor form was loaded from; the restore notice says when a newer one
+    # has become current since.
+    base_version = models.ForeignKey(
+        RubricVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # {"criteria": [{"key", "description", "required"}], "note", "import_text", "judge_view",
+    #  "run_token_budget", "instructions"}: validated by rubrics.working_copy when written.
+    state = models.JSONField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            # Also the index of the one lookup: this user's copy of this rubric.
+            models.UniqueConstraint(fields=["rubric", "user"], name="working_copy_one_per_user"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.rubric} working copy of {self.user_id}"

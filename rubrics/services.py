@@ -36,7 +36,8 @@ from .models import (
 from .sampling import SAMPLING_FIELDS, sampling_errors
 from .versioning import CriterionInput, version_create, version_if_changed
 
-__all__ = ["CriterionInput", "JudgeParams"]  # re-exported: the API's and pages' input types
+# Re-exported: the API's and pages' input types; the length rule for rubrics.working_copy.
+__all__ = ["CriterionInput", "JudgeParams", "criterion_too_long"]
 
 
 class RubricValidationError(FieldErrors):

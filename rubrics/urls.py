@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import editor, examples, failures
+from .views import editor, examples, failures, working_copy
 
 urlpatterns = [
     path("rubrics/", editor.rubric_list, name="rubric_list"),
@@ -9,6 +9,16 @@ urlpatterns = [
     path("rubrics/<uuid:rubric_id>/criteria/", editor.rubric_criteria, name="rubric_criteria"),
     path("rubrics/<uuid:rubric_id>/settings/", editor.rubric_settings, name="rubric_settings"),
     path("rubrics/<uuid:rubric_id>/try/", editor.rubric_try_view, name="rubric_try"),
+    path(
+        "rubrics/<uuid:rubric_id>/unsaved-edits/",
+        working_copy.rubric_working_copy,
+        name="rubric_working_copy",
+    ),
+    path(
+        "rubrics/<uuid:rubric_id>/unsaved-edits/discard/",
+        working_copy.rubric_working_copy_discard,
+        name="rubric_working_copy_discard",
+    ),
     path(
         "rubrics/<uuid:rubric_id>/examples/<uuid:example_id>/",
         examples.rubric_example,

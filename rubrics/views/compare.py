@@ -20,6 +20,7 @@ from reviews.services.gate import GATE_FIELDS, gate_set, publish_request
 from rubrics.drafts import draft_create
 from rubrics.forms import CriteriaFormSet, DraftViewForm, draft_criteria, draft_rows_from_formset
 from rubrics.models import Rubric, RubricVersion
+from rubrics.working_copy import working_copy_discard
 from runs.api_compare import export_response
 from runs.models import Comparison, ComparisonPurpose, GateState
 from runs.services.compare import comparison_get
@@ -133,6 +134,7 @@ def gated_save(request: HttpRequest, rubric: Rubric, draft: dict[str, Any]) -> H
     except AppError as exc:
         messages.error(request, f"Not saved: {page_message(exc)}")
         return _redirect(request, _editor_url(rubric))
+    working_copy_discard(rubric=rubric, user=request.user)  # the edits are a version now
     if outcome.state == "published":
         messages.success(request, f"Saved and published as version {version.number}.")
     else:

@@ -8,10 +8,9 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.http import HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HttpResponseClientRedirect
 
 from evalsite.errors import page_message
 from runs.scoring.text import (
@@ -23,7 +22,7 @@ from runs.scoring.text import (
 )
 from runs.selectors import rubric_stats
 from runs.services.try_it import rubric_try
-from teams.access import TeamRequest, editor_required, team_object_or_404, team_required
+from teams.access import TeamRequest, editor_required, team_required
 from teams.selectors import judge_connections_list
 
 from .. import selectors
@@ -55,15 +54,10 @@ from ..services import (
     rubric_set_criteria,
     rubric_update,
 )
+from ..working_copy import working_copy_discard
+from .common import redirect_after_post, rubric_or_404
 from .compare import gated_save
-
-
-def redirect_after_post(request: TeamRequest, url: str) -> HttpResponse:
-    """Post/redirect/get for forms; htmx requests are told to load the page themselves, so a
-    redirect never lands inside a swapped fragment."""
-    if request.htmx:
-        return HttpResponseClientRedirect(url)
-    return redirect(url)
+from .working_copy import restored_editor
 
 
 @team_required
@@ -155,12 +149,6 @@ def _create(request: TeamRequest, form: RubricCreateForm) -> Rubric | None:
 # --- The editor ----------------------------------------------------------------------------------
 
 
-def rubric_or_404(request: TeamRequest, rubric_id: Any) -> Rubric:
-    return team_object_or_404(
-        request, Rubric.objects.select_related("current_version", "judge_connection"), id=rubric_id
-    )
-
-
 def _diff_numbers(request: TeamRequest, versions: list[rubric_stats.VersionRow]) -> tuple[int, int]:
     """The two versions to compare: from the query, else the previous and current one."""
     numbers = [v.version.number for v in versions]
@@ -234,10 +222,11 @@ def _version_numbered(versions: list[rubric_stats.VersionRow], number: int) -> A
 @require_GET
 def rubric_detail(request: TeamRequest, rubric_id: Any) -> HttpResponse:
     rubric = rubric_or_404(request, rubric_id)
-    template = "rubrics/rubric_detail.html"
+    template, context = "rubrics/rubric_detail.html", _editor_context(request, rubric)
     if request.htmx and "a" in request.GET:
-        template += "#diff"
-    return render(request, template, _editor_context(request, rubric))
+        return render(request, template + "#diff", context)
+    context |= restored_editor(request, rubric, context["current_criteria"])  # unsaved edits
+    return render(request, template, context)
 
 
 def _posted_draft(
@@ -336,6 +325,7 @@ def _save(
         rest = view_form.take_service_errors(exc)
         leftover = criteria_errors_onto_formset(formset, rest, indexes) if rest else ""
         return _render_editor(request, rubric, draft_error=leftover, **draft)
+    working_copy_discard(rubric=rubric, user=request.user)  # the edits are a version now
     if created:
         messages.success(request, f"Saved as version {version.number}.")
     else:

@@ -78,7 +78,8 @@ def test_draft_rows_are_added_and_moved_in_place_with_htmx(
     expect(page.get_by_test_id("criteria-rows").locator("textarea")).to_have_count(4)
     page.get_by_role("button", name="Move criterion 1 down").click()
     expect(page.locator("#id_c-0-description")).to_have_value('Gives the "order number"')
-    expect(page.get_by_text("Unsaved draft")).to_be_visible()
+    # "Unsaved draft" until the autosave has it, then "Unsaved edits saved HH:MM".
+    expect(page.locator("[data-draft-state]")).to_contain_text("Unsaved")
     assert rubric.versions.count() == 1
 
 

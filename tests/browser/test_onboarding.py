@@ -67,11 +67,14 @@ def test_the_editor_says_unsaved_as_you_type_and_warns_before_a_reload_loses_the
     page.goto(f"/rubrics/{rubric.id}/")
     dialogs: list[str] = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.type), dialog.accept()))
+    # The connection drops: the autosave cannot reach the server, so the draft is only here.
+    page.route("**/unsaved-edits/", lambda route: route.abort())
 
     page.reload()  # nothing changed: no warning
     page.locator("#id_c-0-description").click()
     page.keyboard.type(" and the date")
     expect(page.get_by_text("Unsaved draft")).to_be_visible()
+    expect(page.locator("[data-draft-state]")).to_contain_text("not saved on the server")
     page.reload()
 
     assert dialogs == ["beforeunload"]

@@ -10,7 +10,7 @@ from django.test import Client
 from django.urls import reverse
 
 from reviews.services.gate import gate_set
-from rubrics.models import RubricVersion
+from rubrics.models import RubricVersion, WorkingCopy
 from runs.models import Comparison, GateState
 from tests.rubrics.test_views import draft_post
 
@@ -148,6 +148,26 @@ def test_saving_in_the_editor_under_a_gate_checks_it_then_shows_the_failing_crit
     assert draft.published and "known wording issue" in draft.gate_note
     editor = client_for(owner).get(reverse("rubric_detail", args=[rubric.id])).content.decode()
     assert "published over the gate by olivia: known wording issue" in editor
+
+
+def test_saving_in_the_editor_under_a_gate_ends_the_unsaved_edits(
+    client_for,
+    teammate,
+    rubric,
+    labelled,  # noqa: F811
+):
+    gate_set(rubric=rubric, min_agreement=0.9)
+    client = client_for(teammate)
+    edits = draft_post(rubric, ROWS, "") | {"judge_view": "final", "base_version": "1"}
+    assert client.post(reverse("rubric_working_copy", args=[rubric.id]), edits).status_code == 200
+    assert WorkingCopy.objects.filter(rubric=rubric, user=teammate).exists()
+
+    saved = client.post(
+        reverse("rubric_criteria", args=[rubric.id]), draft_post(rubric, ROWS, "save")
+    )
+
+    assert saved.status_code == 302 and RubricVersion.objects.filter(published=False).exists()
+    assert not WorkingCopy.objects.exists()
 
 
 def test_a_costly_comparison_asks_for_confirmation_like_a_re_score(

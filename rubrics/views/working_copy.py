@@ -1,0 +1,153 @@
+"""The rubric editor's unsaved edits (rubrics.working_copy): autosave, read and discard one's
+own working copy, and the editor's form rendered from it when the page opens.
+
+The autosave endpoint takes the editor form as the browser posts it (the same field names as
+the editor's ``#criteria-draft`` form) and answers JSON: the editor's script posts it as the
+user types and says what the server holds. Discarding is a plain form post (redirect after
+POST). Every call is the caller's own copy of a rubric of their team (another team's rubric
+is a 404); viewers edit nothing (403)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpResponse, JsonResponse
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_http_methods, require_POST
+
+from evalsite.errors import page_message
+from teams.access import TeamRequest, editor_required
+
+from ..forms import (
+    CriteriaFormSet,
+    DraftMetaForm,
+    DraftViewForm,
+    draft_formset,
+    draft_rows_from_formset,
+)
+from ..models import Criterion, Rubric, WorkingCopy
+from ..services import RubricValidationError
+from ..working_copy import (
+    WorkingCopyState,
+    working_copy_discard,
+    working_copy_get,
+    working_copy_save,
+    working_copy_to_restore,
+)
+from .common import redirect_after_post, rubric_or_404
+
+# The editor form's fields besides its criteria rows, kept as typed.
+TEXT_FIELDS = ("note", "import_text", "judge_view", "run_token_budget", "instructions")
+
+
+def saved_label(copy: WorkingCopy) -> str:
+    """When the server last took the edits, as the editor's state note says it."""
+    return f"Unsaved edits saved {timezone.localtime(copy.updated_at):%H:%M}"
+
+
+def _posted_rows(request: TeamRequest) -> list[dict[str, Any]]:
+    """The criteria rows as posted, read by the editor's own formset (at most the cap plus
+    one rows); RubricValidationError names a row field the formset refuses."""
+    formset = CriteriaFormSet(request.POST, prefix="c")
+    if formset.is_valid():
+        return draft_rows_from_formset(formset)
+    errors: dict[str, str] = {}
+    if formset.non_form_errors():
+        errors["criteria"] = " ".join(str(m) for m in formset.non_form_errors())
+    for i, form in enumerate(formset.forms):
+        errors |= {f"criteria[{i}].{k}": " ".join(map(str, v)) for k, v in form.errors.items()}
+    raise RubricValidationError(errors or {"criteria": "the criteria rows are malformed"})
+
+
+def _base_number(request: TeamRequest) -> int | None:
+    value = request.POST.get("base_version", "")
+    if not value:
+        return None
+    if not value.isdigit() or len(value) > 9:
+        raise RubricValidationError({"base_version": "must be a version number"})
+    return int(value)
+
+
+def _error_answer(exc: RubricValidationError) -> JsonResponse:
+    """The editor's script shows ``message``; ``extra.errors`` names each field."""
+    return JsonResponse(
+        {"message": page_message(exc), "extra": {"errors": exc.errors}}, status=exc.status
+    )
+
+
+def _copy_answer(copy: WorkingCopy | None) -> JsonResponse:
+    if copy is None:
+        return JsonResponse({"state": "clean", "label": "No unsaved edits"})
+    return JsonResponse(
+        {
+            "state": "saved",
+            "label": saved_label(copy),
+            "saved_at": copy.updated_at.isoformat(),
+            "base_version": copy.base_version.number if copy.base_version else None,
+            "edits": copy.state,
+        }
+    )
+
+
+@editor_required
+@require_http_methods(["GET", "POST"])
+def rubric_working_copy(request: TeamRequest, rubric_id: Any) -> HttpResponse:
+    """GET: the caller's unsaved edits of the rubric (404 when there are none). POST: store
+    the editor form as posted (``base_version``: the version number it was loaded from);
+    over a limit is a 422 naming the field."""
+    rubric = rubric_or_404(request, rubric_id)
+    if request.method == "GET":
+        copy = working_copy_get(rubric=rubric, user=request.user)
+        if copy is None:
+            return JsonResponse({"message": "No unsaved edits of this rubric."}, status=404)
+        return _copy_answer(copy)
+    try:
+        state: dict[str, Any] = {"criteria": _posted_rows(request)}
+        state |= {name: request.POST.get(name, "") for name in TEXT_FIELDS}
+        copy = working_copy_save(
+            rubric=rubric, user=request.user, state=state, base_number=_base_number(request)
+        )
+    except RubricValidationError as exc:
+        return _error_answer(exc)
+    return _copy_answer(copy)
+
+
+@editor_required
+@require_POST
+def rubric_working_copy_discard(request: TeamRequest, rubric_id: Any) -> HttpResponse:
+    """Delete the caller's unsaved edits; the editor shows the saved version again."""
+    rubric = rubric_or_404(request, rubric_id)
+    if working_copy_discard(rubric=rubric, user=request.user):
+        messages.info(request, "Unsaved edits discarded: the editor shows the saved version.")
+    return redirect_after_post(request, reverse("rubric_detail", args=[rubric.id]))
+
+
+def restored_editor(request: TeamRequest, rubric: Rubric, criteria: list[Criterion]) -> dict:
+    """What the editor page shows instead of the current version (``criteria``) when the
+    caller has unsaved edits of it: the form from the edits and the notice saying so."""
+    current = rubric.current_version.number if rubric.current_version else None
+    found = working_copy_to_restore(rubric=rubric, user=request.user, criteria=criteria)
+    if found is None:
+        return {"base_number": current}
+    copy, state = found
+    base = copy.base_version.number if copy.base_version else None
+    return {
+        "formset": draft_formset([row.model_dump() for row in state.criteria]),
+        "meta": DraftMetaForm(initial={"note": state.note, "import_text": state.import_text}),
+        "view_form": DraftViewForm.posted(_view_values(state), rubric.current_version),
+        "dirty": True,
+        "working_copy": copy,
+        "working_copy_label": saved_label(copy),
+        "base_number": base,
+        "base_outdated": base is not None and current is not None and base != current,
+    }
+
+
+def _view_values(state: WorkingCopyState) -> dict[str, str]:
+    return {
+        "judge_view": state.judge_view,
+        "run_token_budget": state.run_token_budget,
+        "instructions": state.instructions,
+    }

@@ -1,0 +1,143 @@
+"""The rubric editor keeps unsaved edits on the server as they are made (Debian's Chromium
+through Playwright): edit, delete and reorder criteria, reload, find the edits restored with
+a notice, discard them and find the saved version again."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from rubrics.models import WorkingCopy
+from rubrics.working_copy import CriterionRow, WorkingCopyState, working_copy_save
+from tests.browser.test_accessibility import axe_violations
+from tests.page_helpers import htmx_settled
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_edits_survive_a_reload_and_discarding_them_shows_the_saved_version(
+    browser_page, sign_in, owner, make_rubric
+):
+    rubric = make_rubric()
+    page = sign_in(browser_page, owner)
+    page.goto(f"/rubrics/{rubric.id}/")
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.type), dialog.accept()))
+    rows = page.get_by_test_id("criteria-rows").locator("textarea")
+
+    page.locator("#id_c-0-description").fill('Mentions "refund" and the refund date')
+    page.get_by_role("button", name="Delete criterion 2").click()
+    expect(rows).to_have_count(2)
+    htmx_settled(page)
+    page.get_by_role("button", name="Move criterion 2 up").click()
+    expect(rows.first).to_have_value('Says "thanks"')
+    state = page.locator("[data-draft-state]")
+    expect(state).to_have_attribute("role", "status")
+    expect(state).to_contain_text("Unsaved edits saved")
+    page.reload()
+
+    assert dialogs == []  # the server had the edits: leaving lost nothing
+    notice = page.get_by_test_id("unsaved-edits")
+    expect(notice).to_contain_text("You have unsaved edits from")
+    expect(notice).to_contain_text("(based on version 1)")
+    expect(rows).to_have_count(2)
+    expect(rows.first).to_have_value('Says "thanks"')
+    expect(rows.nth(1)).to_have_value('Mentions "refund" and the refund date')
+    expect(state).to_contain_text("Unsaved edits saved")
+    assert axe_violations(page) == []
+
+    notice.get_by_role("button", name="Discard edits").click()
+
+    expect(page.get_by_text("Unsaved edits discarded")).to_be_visible()
+    expect(page.get_by_test_id("unsaved-edits")).to_have_count(0)
+    expect(rows).to_have_count(3)
+    expect(rows.first).to_have_value('Mentions "refund"')
+    expect(rows.nth(1)).to_have_value('Gives the "order number"')
+    assert dialogs == []
+    assert not WorkingCopy.objects.exists() and rubric.versions.count() == 1
+
+
+def test_edits_the_server_refuses_are_named_and_leaving_still_asks(
+    browser_page, sign_in, owner, make_rubric
+):
+    rubric = make_rubric()
+    page = sign_in(browser_page, owner)
+    page.goto(f"/rubrics/{rubric.id}/")
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.type), dialog.accept()))
+
+    page.locator("#id_c-0-description").fill("x" * 5001)
+    state = page.locator("[data-draft-state]")
+    expect(state).to_contain_text("Criterion 1 is 5,001 characters; the limit is 5,000.")
+    expect(state).to_contain_text("Leaving this page loses it.")
+    page.reload()
+
+    assert dialogs == ["beforeunload"]
+    assert not WorkingCopy.objects.exists()
+
+
+def test_keep_editing_closes_the_notice_and_saving_a_version_ends_the_edits(
+    browser_page, sign_in, owner, make_rubric
+):
+    rubric = make_rubric()
+    page = sign_in(browser_page, owner)
+    page.goto(f"/rubrics/{rubric.id}/")
+    page.locator("#id_c-0-description").fill('Mentions "refund" twice')
+    expect(page.locator("[data-draft-state]")).to_contain_text("Unsaved edits saved")
+    page.reload()
+
+    page.get_by_role("button", name="Keep editing").click()
+    expect(page.get_by_test_id("unsaved-edits")).to_be_hidden()
+    page.get_by_role("button", name="Save as version 2").click()
+
+    expect(page.get_by_text("Saved as version 2.")).to_be_visible()
+    expect(page.get_by_test_id("unsaved-edits")).to_have_count(0)
+    assert not WorkingCopy.objects.exists()
+
+
+def test_discard_draft_under_the_criteria_ends_edits_made_since_the_page_opened(
+    browser_page, sign_in, owner, make_rubric
+):
+    rubric = make_rubric()
+    page = sign_in(browser_page, owner)
+    page.goto(f"/rubrics/{rubric.id}/")
+    rows = page.get_by_test_id("criteria-rows").locator("textarea")
+
+    page.get_by_role("button", name="Delete criterion 1").click()
+    expect(rows).to_have_count(2)
+    expect(page.locator("[data-draft-state]")).to_contain_text("Unsaved edits saved")
+    assert WorkingCopy.objects.filter(rubric=rubric, user=owner).exists()
+    page.get_by_role("button", name="Discard draft").click()
+
+    expect(page.get_by_text("Unsaved edits discarded")).to_be_visible()
+    expect(rows).to_have_count(3)
+    assert not WorkingCopy.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "button",
+    ["Discard edits", "Discard draft"],  # the notice's plain form; htmx under the criteria
+)
+def test_discarding_waits_for_an_autosave_in_flight_so_the_edits_stay_discarded(
+    browser_page, sign_in, owner, make_rubric, button
+):
+    rubric = make_rubric()
+    state = WorkingCopyState(criteria=[CriterionRow(description="Restored")]).model_dump()
+    working_copy_save(rubric=rubric, user=owner, state=state, base_number=1)
+    page = sign_in(browser_page, owner)
+    held: list = []
+    page.route("**/unsaved-edits/", lambda route: held.append(route))  # slow to reach the server
+    page.goto(f"/rubrics/{rubric.id}/")
+    expect(page.get_by_test_id("unsaved-edits")).to_be_visible()
+
+    page.locator("#id_c-0-description").fill("Restored, then edited")
+    expect(page.locator("[data-draft-state]")).to_have_text("Saving…")
+    assert len(held) == 1
+    page.get_by_role("button", name=button).click()
+    held[0].fulfill(response=held[0].fetch())  # the autosave lands; then the discard goes
+
+    expect(page.get_by_text("Unsaved edits discarded")).to_be_visible()
+    expect(page.get_by_test_id("criteria-rows").locator("textarea").first).to_have_value(
+        'Mentions "refund"'
+    )
+    assert not WorkingCopy.objects.exists()
