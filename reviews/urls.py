@@ -1,6 +1,6 @@
 from django.urls import path
 
-from rubrics.views import compare as views_compare
+from rubrics import views_compare
 
 from . import views, views_alerts
 
@@ -34,7 +34,7 @@ urlpatterns = [
     path("<uuid:rubric_id>/flags/", views.rubric_flags, name="rubric_flags"),
     path("calibrations/<uuid:calibration_id>/", views.calibration, name="calibration"),
     path("runs/<uuid:run_id>/panel/", views.run_panel, name="run_panel"),
-    # Comparisons and the publishing gate (rubrics.views.compare).
+    # Comparisons and the publishing gate (rubrics.views_compare).
     path("comparisons/<uuid:comparison_id>/", views_compare.comparison, name="comparison"),
     path(
         "comparisons/<uuid:comparison_id>/export.<str:fmt>",

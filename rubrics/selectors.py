@@ -114,7 +114,7 @@ def rubric_version_get(*, rubric: Rubric, number: int) -> RubricVersion | None:
     )
 
 
-# --- Editor reads (rubrics/views/) ------------------------------------------------------------
+# --- Editor reads (rubrics/views_*.py) ------------------------------------------------------------
 
 
 def version_criteria(*, version_id: Any) -> list[Criterion]:

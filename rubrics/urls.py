@@ -1,6 +1,9 @@
 from django.urls import path
 
-from .views import editor, examples, failures, working_copy
+from . import views_editor as editor
+from . import views_examples as examples
+from . import views_failures as failures
+from . import views_working_copy as working_copy
 
 urlpatterns = [
     path("rubrics/", editor.rubric_list, name="rubric_list"),

@@ -183,7 +183,7 @@ def test_imports_to_the_left_to_the_engine_and_from_entry_points_are_allowed():
         "from ..models import Evaluation\nfrom .evaluations import evaluation_build",
         "reviews.services.labels": "from runs.services.results import run_refresh",
         "runs.scoring.rubric": "import litellm\nfrom .judge import complete_json",
-        "rubrics.views": "from runs.selectors import rubric_stats",
+        "rubrics.views_editor": "from runs.selectors import rubric_stats",
         "runs.tasks": "from .services import evaluations_sweep",
         "reviews.apps": "from runs.hooks import result_adjuster_register",
     }

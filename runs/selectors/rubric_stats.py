@@ -1,4 +1,4 @@
-"""The rubric pages' run statistics (rubrics/views.py): pass rates, runs judged per version,
+"""The rubric pages' run statistics (rubrics/views_*.py): pass rates, runs judged per version,
 failure rates per criterion, the walk through failing runs, and the runs "try it" offers.
 
 They read runs' tables, so they live in runs (rubrics sits below runs in the layers)."""

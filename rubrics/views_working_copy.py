@@ -20,23 +20,23 @@ from django.views.decorators.http import require_http_methods, require_POST
 from evalsite.errors import page_message
 from teams.access import TeamRequest, editor_required
 
-from ..forms import (
+from .forms import (
     CriteriaFormSet,
     DraftMetaForm,
     DraftViewForm,
     draft_formset,
     draft_rows_from_formset,
 )
-from ..models import Criterion, Rubric, WorkingCopy
-from ..services import RubricValidationError
-from ..working_copy import (
+from .models import Criterion, Rubric, WorkingCopy
+from .services import RubricValidationError
+from .views_common import redirect_after_post, rubric_or_404
+from .working_copy import (
     WorkingCopyState,
     working_copy_discard,
     working_copy_get,
     working_copy_save,
     working_copy_to_restore,
 )
-from .common import redirect_after_post, rubric_or_404
 
 # The editor form's fields besides its criteria rows, kept as typed.
 TEXT_FIELDS = ("note", "import_text", "judge_view", "run_token_budget", "instructions")

@@ -12,9 +12,9 @@ from django.views.decorators.http import require_POST
 
 from teams.access import TeamRequest, editor_required
 
-from ..examples import example_delete, example_update
-from ..services import RubricValidationError
-from .editor import redirect_after_post, rubric_or_404
+from .examples import example_delete, example_update
+from .services import RubricValidationError
+from .views_editor import redirect_after_post, rubric_or_404
 
 
 @editor_required

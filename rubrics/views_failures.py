@@ -14,8 +14,8 @@ from django.views.decorators.http import require_GET
 from runs.selectors import rubric_stats
 from teams.access import TeamRequest, team_required
 
-from ..models import Criterion, Rubric, RubricVersion
-from .editor import int_param, rubric_or_404
+from .models import Criterion, Rubric, RubricVersion
+from .views_editor import int_param, rubric_or_404
 
 
 def _version_for(request: TeamRequest, rubric: Rubric) -> RubricVersion | None:

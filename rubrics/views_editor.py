@@ -25,14 +25,14 @@ from runs.services.try_it import rubric_try
 from teams.access import TeamRequest, editor_required, team_required
 from teams.selectors import judge_connections_list
 
-from .. import selectors
-from ..examples import (
+from . import selectors
+from .examples import (
     MAX_EXCERPT_CHARS,
     MAX_REASON_CHARS,
     examples_limit,
     examples_pending,
 )
-from ..forms import (
+from .forms import (
     CriteriaFormSet,
     DraftMetaForm,
     DraftViewForm,
@@ -46,18 +46,18 @@ from ..forms import (
     draft_rows_from_formset,
     draft_rows_from_version,
 )
-from ..models import Rubric
-from ..services import (
+from .models import Rubric
+from .services import (
     RubricValidationError,
     criteria_count_check,
     rubric_create,
     rubric_set_criteria,
     rubric_update,
 )
-from ..working_copy import working_copy_discard
-from .common import redirect_after_post, rubric_or_404
-from .compare import gated_save
-from .working_copy import restored_editor
+from .views_common import redirect_after_post, rubric_or_404
+from .views_compare import gated_save
+from .views_working_copy import restored_editor
+from .working_copy import working_copy_discard
 
 
 @team_required

@@ -10,7 +10,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from teams.access import TeamRequest, team_object_or_404
 
-from ..models import Rubric
+from .models import Rubric
 
 
 def redirect_after_post(request: TeamRequest, url: str) -> HttpResponse:
