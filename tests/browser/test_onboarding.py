@@ -8,6 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from teams.models import Membership, Role, Team
+from tests.browser.test_accessibility import axe_violations
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -56,6 +57,7 @@ def test_an_owner_invites_an_address_without_an_account_and_the_link_makes_one_t
     link = page.get_by_test_id("new-invite-link").inner_text().strip()
     expect(page.get_by_test_id("invites")).to_contain_text("new@example.com")
     assert link.startswith(live_server.url + "/invite/")
+    assert axe_violations(page) == []
 
     fresh = chromium.new_context(base_url=live_server.url)
     try:
@@ -63,6 +65,7 @@ def test_an_owner_invites_an_address_without_an_account_and_the_link_makes_one_t
         newcomer.goto(link)
         expect(newcomer.get_by_role("heading", name="Join Acme")).to_be_visible()
         expect(newcomer.get_by_label("Email", exact=True)).to_have_value("new@example.com")
+        assert axe_violations(newcomer) == []
         newcomer.get_by_label("Username").fill("newbie")
         newcomer.get_by_label("Password", exact=True).fill("a-long-new-passphrase")
         newcomer.get_by_label("Password confirmation").fill("a-long-new-passphrase")
