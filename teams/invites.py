@@ -83,16 +83,21 @@ def invite_create(
         )
     token = secrets.token_urlsafe(32)
     now = timezone.now()
-    with transaction.atomic():
-        _open_invites(team).filter(email=email).update(revoked_at=now)
-        invite = TeamInvite.objects.create(
-            team=team,
-            email=email,
-            role=role,
-            hashed_token=hash_invite_token(token),
-            created_by=created_by,
-            expires_at=now + timedelta(days=settings.EVALSITE_INVITE_DAYS),
-        )
+    try:
+        with transaction.atomic():
+            _open_invites(team).filter(email=email).update(revoked_at=now)
+            invite = TeamInvite.objects.create(
+                team=team,
+                email=email,
+                role=role,
+                hashed_token=hash_invite_token(token),
+                created_by=created_by,
+                expires_at=now + timedelta(days=settings.EVALSITE_INVITE_DAYS),
+            )
+    except IntegrityError:  # the same address invited at the same moment
+        raise TeamValidationError(
+            {"email": f"{email} was invited at the same moment: reload the page"}
+        ) from None
     return NewInvite(invite=invite, token=token)
 
 
