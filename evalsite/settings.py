@@ -355,6 +355,24 @@ EVALSITE_PUBLIC_URL = os.environ.get("EVALSITE_PUBLIC_URL", "").rstrip("/")
 # Signed-in users without a team may make one from the "no team" page. Off: only the first user
 # of a fresh deployment can (others are added by an owner or `manage.py team`).
 EVALSITE_ALLOW_TEAM_CREATION = env_bool("EVALSITE_ALLOW_TEAM_CREATION", True)
+# Days an invitation link (team settings → Members, `manage.py team invite`) stays valid.
+EVALSITE_INVITE_DAYS = env_int("EVALSITE_INVITE_DAYS", 7)
+
+# --- Email (optional) -------------------------------------------------------------------------
+# With EMAIL_HOST set (or an EMAIL_BACKEND of your choice), invitation links are also mailed to
+# the invited address; without, nothing is sent and the owner copies the link.
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
+EMAIL_PORT = env_int("EMAIL_PORT", 587)
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "evalsite@localhost")
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND") or (
+    "django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST
+    else "django.core.mail.backends.dummy.EmailBackend"
+)
 
 # --- Retention (reviews/services/retention.py, docs/retention.md) -------------------------
 # Seconds between runs of the retention task (Celery beat), which deletes each team's runs

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django import forms
+from django.contrib.auth.forms import UserCreationForm
 
 from .memberships import TEAM_NAME_MAX
 from .models import Role
@@ -18,9 +19,17 @@ class InviteForm(forms.Form):
     who = forms.CharField(
         max_length=254,
         label="Username or email",
-        help_text="Someone who already has an account on this deployment.",
+        help_text="A username, or an email address: someone without an account gets an "
+        "invitation link to make one.",
     )
     role = forms.ChoiceField(choices=Role.choices, initial=Role.EDITOR)
+
+
+class InviteSignupForm(UserCreationForm):
+    """An account made from an invitation: the email is the invited one, shown, not asked."""
+
+    class Meta(UserCreationForm.Meta):
+        fields = ("username",)
 
 
 class RoleForm(forms.Form):

@@ -72,8 +72,8 @@ def member_invite(*, team: Team, who: str, role: str) -> Membership:
         raise TeamValidationError(
             {
                 "who": f"no registered user has the username or email {who.strip()!r}: "
-                "ask them to sign up first, or create their account (manage.py createsuperuser "
-                "or the admin)"
+                "enter their email address to invite them (they make their account from the "
+                "invitation link)"
             }
         )
     if Membership.objects.filter(team=team, user=user).exists():

@@ -2,6 +2,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 
 class Team(models.Model):
@@ -122,3 +123,62 @@ class JudgeConnection(models.Model):
     @property
     def has_key(self) -> bool:
         return bool(self.key_ciphertext)
+
+
+class TeamInvite(models.Model):
+    """An owner's invitation of an email address that has no account yet. Only a SHA-256 of
+    the link's token is stored: the owner sees the link once, when it is made (and it is
+    mailed when the deployment has email settings)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="invites")
+    # Stored lower-cased: an account made from the invite gets this address.
+    email = models.EmailField(max_length=254)
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.EDITOR)
+    # The unique index serves the invite page's lookup by token.
+    hashed_token = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            # One open invite per address and team (inviting again replaces it); the index
+            # also serves team settings' list of a team's open invites.
+            models.UniqueConstraint(
+                fields=["team", "email"],
+                condition=models.Q(accepted_at__isnull=True, revoked_at__isnull=True),
+                name="team_invite_one_open_per_email",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(role__in=Role.values), name="team_invite_role_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.email} to {self.team} ({self.role})"
+
+    @property
+    def is_open(self) -> bool:
+        """Neither accepted nor revoked (it may still have expired)."""
+        return self.accepted_at is None and self.revoked_at is None
+
+    @property
+    def is_expired(self) -> bool:
+        return self.expires_at <= timezone.now()

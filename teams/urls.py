@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views, views_members
+from . import views, views_invites, views_members
 
 urlpatterns = [
     path("team/switch/", views.team_switch, name="team_switch"),
@@ -16,6 +16,12 @@ urlpatterns = [
         views_members.member_remove_view,
         name="member_remove",
     ),
+    path(
+        "team/invites/<uuid:invite_id>/revoke/",
+        views_invites.invite_revoke_view,
+        name="invite_revoke",
+    ),
+    path("invite/<str:token>/", views_invites.invite_page, name="invite"),
     path("team/", views.team_settings, name="team_settings"),
     path("team/settings/", views.team_settings_save, name="team_settings_save"),
     path("team/retention/", views.team_retention_save, name="team_retention_save"),

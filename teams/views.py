@@ -29,6 +29,7 @@ from .access import (
     team_required,
 )
 from .forms import InviteForm
+from .invites import invites_pending
 from .middleware import SESSION_KEY
 from .models import ApiKey, JudgeConnection, Role
 from .selectors import api_keys_list, judge_connections_list, members_list, team_for_user
@@ -225,6 +226,7 @@ def settings_page(request: TeamRequest, *, status: int = 200, **context: Any) ->
     context["connections"] = _connection_rows(request, context.get("editing"))
     context["is_owner"] = request.membership.role == "owner"
     context["members"] = members_list(team=team)
+    context["invites"] = invites_pending(team=team)
     context.setdefault("invite_form", InviteForm())
     context["role_choices"] = Role.choices
     context.setdefault(
@@ -246,7 +248,7 @@ def settings_page(request: TeamRequest, *, status: int = 200, **context: Any) ->
         "budget_form", BudgetForm(initial={f: getattr(budget, f) for f in BudgetForm.base_fields})
     )
     response = render(request, "teams/settings.html", context, status=status)
-    if context.keys() & {"new_key", "new_connection", "new_webhook_secret"}:
+    if context.keys() & {"new_key", "new_connection", "new_webhook_secret", "new_invite"}:
         add_never_cache_headers(response)  # the secret is shown once and must not be cached
     return response
 

@@ -1,5 +1,6 @@
 """Onboarding and the people in a team: making a team from the "no team" page, and (owners
-only) inviting members, changing their roles and removing them in team settings."""
+only) adding members or inviting email addresses without an account, changing roles and
+removing members in team settings."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ from evalsite.errors import page_message
 
 from .access import TeamRequest, owner_required, team_object_or_404
 from .forms import InviteForm, RoleForm, TeamCreateForm
+from .invites import NewInvite, invite_send, member_add_or_invite
 from .memberships import (
     LastOwner,
-    member_invite,
     member_remove,
     member_role_set,
     team_create_for,
@@ -30,8 +31,11 @@ from .services import TeamValidationError
 from .views import settings_page
 
 
-def apply_errors(form: forms.Form, error: TeamValidationError) -> None:
+def apply_errors(
+    form: forms.Form, error: TeamValidationError, aliases: dict[str, str] | None = None
+) -> None:
     for name, message in error.errors.items():
+        name = (aliases or {}).get(name, name)
         form.add_error(name if name in form.fields else None, message)
 
 
@@ -59,15 +63,25 @@ def no_team(request: HttpRequest) -> HttpResponse:
 @owner_required
 @require_POST
 def member_invite_view(request: TeamRequest) -> HttpResponse:
+    """Add a registered user, or invite an email address without an account: the invite's
+    link is shown on this response only (it is stored hashed, hence no redirect)."""
     form = InviteForm(request.POST)
     if form.is_valid():
         try:
-            member = member_invite(team=request.team, **form.cleaned_data)
+            added = member_add_or_invite(
+                team=request.team,
+                created_by=request.user,  # type: ignore[arg-type]
+                **form.cleaned_data,
+            )
         except TeamValidationError as exc:
-            apply_errors(form, exc)
+            apply_errors(form, exc, aliases={"email": "who"})
         else:
-            name = member.user.get_username()
-            messages.success(request, f"{name} added as {member.get_role_display().lower()}.")
+            if isinstance(added, NewInvite):
+                link = request.build_absolute_uri(added.path)
+                mailed = invite_send(new=added, link=link)
+                return settings_page(request, new_invite=added, invite_url=link, mailed=mailed)
+            name = added.user.get_username()
+            messages.success(request, f"{name} added as {added.get_role_display().lower()}.")
             return redirect("/team/#members")
     return settings_page(request, invite_form=form, status=422)
 

@@ -1,5 +1,6 @@
 """A newcomer's first hour in a real browser: the first user makes a team and adds a second
-user, who signs in and sees it; a form keeps what was typed when it shows an error."""
+user, who signs in and sees it; an owner invites someone without an account, who makes one from
+the link; a form keeps what was typed when it shows an error."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from teams.models import Membership, Role, Team
+from tests.browser.test_accessibility import axe_violations
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -44,18 +46,55 @@ def test_the_first_user_creates_a_team_and_adds_a_second_user_who_then_sees_it(
         other.close()
 
 
+def test_an_owner_invites_an_address_without_an_account_and_the_link_makes_one_that_sees_the_team(
+    browser_page, chromium, live_server, sign_in, owner, team
+):
+    page = sign_in(browser_page, owner)
+    page.goto("/team/")
+    page.get_by_label("Username or email").fill("new@example.com")
+    page.get_by_label("Role", exact=True).select_option("editor")
+    page.get_by_role("button", name="Add member").click()
+    link = page.get_by_test_id("new-invite-link").inner_text().strip()
+    expect(page.get_by_test_id("invites")).to_contain_text("new@example.com")
+    assert link.startswith(live_server.url + "/invite/")
+    assert axe_violations(page) == []
+
+    fresh = chromium.new_context(base_url=live_server.url)
+    try:
+        newcomer = fresh.new_page()
+        newcomer.goto(link)
+        expect(newcomer.get_by_role("heading", name="Join Acme")).to_be_visible()
+        expect(newcomer.get_by_label("Email", exact=True)).to_have_value("new@example.com")
+        assert axe_violations(newcomer) == []
+        newcomer.get_by_label("Username").fill("newbie")
+        newcomer.get_by_label("Password", exact=True).fill("a-long-new-passphrase")
+        newcomer.get_by_label("Password confirmation").fill("a-long-new-passphrase")
+        newcomer.get_by_role("button", name="Create account and join").click()
+        newcomer.wait_for_url(live_server.url + "/")
+        expect(newcomer.get_by_text("Welcome! You joined Acme.")).to_be_visible()
+        expect(newcomer.locator(".topbar")).to_contain_text("Acme")
+        expect(newcomer.locator(".topbar")).to_contain_text("newbie")
+    finally:
+        fresh.close()
+    newbie = Membership.objects.get(team=team, user__username="newbie")
+    assert newbie.role == Role.EDITOR and newbie.user.email == "new@example.com"
+    page.goto("/team/")
+    expect(page.get_by_test_id("members")).to_contain_text("newbie")
+    expect(page.get_by_test_id("invites")).to_have_count(0)
+
+
 def test_the_invite_form_keeps_what_was_typed_when_the_user_is_unknown(
     browser_page, sign_in, owner, team
 ):
     page = sign_in(browser_page, owner)
 
     page.goto("/team/")
-    page.get_by_label("Username or email").fill("ghost@example.com")
+    page.get_by_label("Username or email").fill("ghost")
     page.get_by_label("Role", exact=True).select_option("owner")
     page.get_by_role("button", name="Add member").click()
 
     expect(page.get_by_text("no registered user has the username or email")).to_be_visible()
-    expect(page.get_by_label("Username or email")).to_have_value("ghost@example.com")
+    expect(page.get_by_label("Username or email")).to_have_value("ghost")
     expect(page.get_by_label("Role", exact=True)).to_have_value("owner")
 
 

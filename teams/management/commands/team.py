@@ -2,6 +2,7 @@
 
 python manage.py team create "Acme" [--slug acme] [--owner alice]
 python manage.py team add-member acme bob [--role editor]   # a username or email
+python manage.py team invite acme new@example.com [--role editor]   # prints the link, once
 python manage.py team list
 """
 
@@ -9,9 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from evalsite.errors import AppError, FieldErrors, page_message
+from teams.invites import invite_create, invite_link, invite_send
 from teams.memberships import member_invite, team_create_for, user_find
 from teams.models import Role, Team
 from teams.selectors import members_list, team_by_slug
@@ -19,7 +22,7 @@ from teams.services import membership_set, team_create
 
 
 class Command(BaseCommand):
-    help = "Create teams, add members, and list teams with their members."
+    help = "Create teams, add members, invite email addresses, and list teams with their members."
 
     def add_arguments(self, parser: CommandParser) -> None:
         actions = parser.add_subparsers(dest="action", required=True)
@@ -31,6 +34,12 @@ class Command(BaseCommand):
         add.add_argument("team", help="team slug")
         add.add_argument("user", help="username or email")
         add.add_argument("--role", choices=Role.values, default=Role.EDITOR)
+        invite = actions.add_parser(
+            "invite", help="invite an email address without an account: prints the link once"
+        )
+        invite.add_argument("team", help="team slug")
+        invite.add_argument("email", help="the address to invite")
+        invite.add_argument("--role", choices=Role.values, default=Role.EDITOR)
         actions.add_parser("list", help="list teams with their members and roles")
 
     def handle(self, *args: Any, action: str, **options: Any) -> None:
@@ -64,6 +73,22 @@ class Command(BaseCommand):
             verb = "added as"
         name = membership.user.get_username()
         self.stdout.write(f"{name} {verb} {role} in {found.slug}.")
+
+    def _invite(self, *, team: str, email: str, role: str, **_: Any) -> None:
+        found = self._team(team)
+        new = invite_create(team=found, email=email, role=role)
+        link = invite_link(path=new.path)
+        mailed = invite_send(new=new, link=link)
+        days = settings.EVALSITE_INVITE_DAYS
+        self.stdout.write(
+            f"Invited {new.invite.email} to {found.slug} as {role} (valid {days} days, once"
+            f"{', emailed' if mailed else ''}). Send them this link; it is not shown again:"
+        )
+        self.stdout.write(link)
+        if not settings.EVALSITE_PUBLIC_URL:
+            self.stdout.write(
+                "(Prefix it with this deployment's address: set EVALSITE_PUBLIC_URL.)"
+            )
 
     def _list(self, **_: Any) -> None:
         for team in Team.objects.order_by("slug"):
