@@ -486,5 +486,10 @@ class AlignmentBreakdown(models.Model):
 # OpenTelemetry ingest's staged spans and service defaults live with their code (runs/otel/).
 from .models_budget import BudgetCounter, BudgetHold, JudgeBudget  # noqa: E402,F401
 from .models_compare import Comparison, ComparisonPurpose, GateState  # noqa: E402,F401
-from .models_rollup import CriterionDayRollup, EvaluationDayRollup, RunDayRollup  # noqa: E402,F401
+from .models_rollup import (  # noqa: E402,F401
+    CriterionDayRollup,
+    EvaluationDayRollup,
+    RunDayRollup,
+    VersionRollup,
+)
 from .otel.models import OtelServiceRubric, OtelSpan  # noqa: E402,F401

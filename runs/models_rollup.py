@@ -100,3 +100,27 @@ class EvaluationDayRollup(models.Model):
 
     def __str__(self) -> str:
         return f"{self.day} {self.kind} {self.status} {self.band}: {self.evaluations}"
+
+
+class VersionRollup(models.Model):
+    """Runs judged on one rubric version: distinct runs with a succeeded evaluation on it
+    (a run judged on it again, by a re-score or a calibration, counts once). The rubric
+    editor's history reads it."""
+
+    id = models.BigAutoField(primary_key=True)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    version_ref = models.UUIDField()  # the rubric version's id
+    runs_judged = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            # The upsert's conflict target; also serves the rubric editor (its versions' ids).
+            models.UniqueConstraint(fields=["version_ref"], name="version_rollup_unique"),
+        ]
+        indexes = [
+            # rollups_rebuild --team: the team's rows.
+            models.Index(fields=["team"], name="version_rollup_team"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.version_ref}: {self.runs_judged} run(s) judged"

@@ -17,8 +17,8 @@ from rubrics.models import Criterion, Rubric, RubricVersion
 from rubrics.selectors import version_criteria
 from teams.models import Team
 
-from ..models import AgentRun, CriterionVerdict, Evaluation, Status
-from ..models_rollup import CriterionDayRollup, RunDayRollup
+from ..models import AgentRun, CriterionVerdict
+from ..models_rollup import CriterionDayRollup, RunDayRollup, VersionRollup
 
 PASS_RATE_DAYS = 30  # UTC days, today included (as the home page's charts)
 
@@ -100,22 +100,18 @@ class VersionRow:
 
 def rubric_versions(*, rubric: Rubric) -> list[VersionRow]:
     """Every version, newest first, with its criteria count and how many runs were judged on
-    it (distinct runs with a succeeded evaluation). Two queries."""
+    it (distinct runs with a succeeded evaluation). Two queries; the counts come from the
+    rollups (one row per version)."""
     versions = list(
         RubricVersion.objects.filter(rubric=rubric)
         .select_related("created_by")
         .annotate(criteria_count=Count("criteria"))
         .order_by("-number")
     )
-    # Read from the eval_version_runs index alone (the evaluation rows are wide).
     judged = dict(
-        Evaluation.objects.filter(
-            rubric_version_id__in=[v.id for v in versions], status=Status.SUCCEEDED
+        VersionRollup.objects.filter(version_ref__in=[v.id for v in versions]).values_list(
+            "version_ref", "runs_judged"
         )
-        .values("rubric_version_id")
-        .annotate(n=Count("run_id", distinct=True))
-        .order_by()
-        .values_list("rubric_version_id", "n")
     )
     return [VersionRow(v, v.criteria_count, judged.get(v.id, 0)) for v in versions]  # type: ignore[attr-defined]
 

@@ -30,6 +30,7 @@ from .rollups_evaluations import (
     rollup_evaluations_demoted,
     rollup_evaluations_ended,
 )
+from .rollups_versions import rollup_versions_judged
 from .run_state import run_refresh, runs_refresh, state_rows, update_rows
 
 
@@ -185,11 +186,21 @@ def _write(jobs: list[Finished], runs: dict[Any, AgentRun]) -> None:
     rollup_verdicts_changed(added=verdicts, removed=removed)
     rollup_evaluations_demoted(rows=banded)
     rollup_evaluations_counted(rows=[_ended_row(job.evaluation, written) for job in jobs])
+    rollup_versions_judged(judged=_judged_on_versions(jobs, written), before=rows)
     if breakdowns:
         AlignmentBreakdown.objects.bulk_create(breakdowns)
     _applied(rows, updates, current.demoted)
     before = {pk: (r.team_id, r.rubric_id, r.created_at, r.passed) for pk, r in runs.items()}
     runs_refresh({run_id: run.rubric_id for run_id, run in runs.items()}, rows, before)
+
+
+def _judged_on_versions(jobs: list[Finished], written: dict[Any, Evaluation]) -> list[Any]:
+    """(team, rubric version, run) of each evaluation this write made succeed."""
+    return [
+        (job.evaluation.team_id, job.evaluation.rubric_version_id, job.evaluation.run_id)
+        for job in jobs
+        if written[job.evaluation.pk].status == Status.SUCCEEDED
+    ]
 
 
 def _ended_row(evaluation: Evaluation, written: dict[Any, Evaluation]) -> dict[str, Any]:

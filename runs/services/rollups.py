@@ -19,8 +19,15 @@ from django.db.models.functions import TruncDate
 from teams.models import Team
 
 from ..models import AgentRun, CriterionVerdict
-from ..models_rollup import NO_RUBRIC, CriterionDayRollup, EvaluationDayRollup, RunDayRollup
+from ..models_rollup import (
+    NO_RUBRIC,
+    CriterionDayRollup,
+    EvaluationDayRollup,
+    RunDayRollup,
+    VersionRollup,
+)
 from .rollups_evaluations import recount_evaluations
+from .rollups_versions import recount_versions
 
 RunKey = tuple[Any, Any, date]  # (team id, rubric id or NO_RUBRIC, day)
 CriterionKey = tuple[Any, Any, Any, Any, date]  # (team, rubric, version, criterion, day)
@@ -156,6 +163,9 @@ def _execute(
 # --- Rebuild -------------------------------------------------------------------------------------
 
 
+ROLLUPS = (RunDayRollup, CriterionDayRollup, EvaluationDayRollup, VersionRollup)
+
+
 def rollups_rebuild(*, team: Team | None = None) -> dict[str, int]:
     """Recount the rollups (of ``team``, or of every team) from the raw rows stored now, in one
     transaction that locks the rollup tables against the increments of concurrent writers
@@ -165,22 +175,23 @@ def rollups_rebuild(*, team: Team | None = None) -> dict[str, int]:
         connection = connections[router.db_for_write(RunDayRollup)]
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
-                for model in (RunDayRollup, CriterionDayRollup, EvaluationDayRollup):
+                for model in ROLLUPS:
                     table = connection.ops.quote_name(model._meta.db_table)
                     cursor.execute(f"LOCK TABLE {table} IN EXCLUSIVE MODE")
         scope = {"team": team} if team is not None else {}
-        RunDayRollup.objects.filter(**scope).delete()
-        CriterionDayRollup.objects.filter(**scope).delete()
-        EvaluationDayRollup.objects.filter(**scope).delete()
+        for model in ROLLUPS:
+            model.objects.filter(**scope).delete()
         runs = RunDayRollup.objects.bulk_create(_recount_runs(scope), batch_size=1000)
         criteria = CriterionDayRollup.objects.bulk_create(_recount_criteria(scope), batch_size=1000)
         evaluations = EvaluationDayRollup.objects.bulk_create(
             recount_evaluations(scope), batch_size=1000
         )
+        versions = VersionRollup.objects.bulk_create(recount_versions(scope), batch_size=1000)
     return {
         "run_days": len(runs),
         "criterion_days": len(criteria),
         "evaluation_days": len(evaluations),
+        "versions": len(versions),
     }
 
 

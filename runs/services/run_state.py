@@ -20,15 +20,17 @@ def run_refresh(run_id: Any) -> None:
 # What a run's state is computed from, per evaluation (newest first).
 STATE_FIELDS = (
     "id", "run_id", "kind", "rubric_id", "rubric_version_id", "status", "is_current", "score",
-    "passed", "created_at",
+    "passed", "created_at", "calibration",
 )  # fmt: skip
 
 
 def state_rows(run_ids: list[Any]) -> list[dict[str, Any]]:
-    """The runs' evaluations (calibration judgements aside) as runs_refresh reads them."""
+    """The runs' evaluations as runs_refresh reads them. Calibration judgements are included
+    (the versions a run was judged on count them, runs.services.rollups_versions); runs_refresh
+    leaves them out of the run's state."""
     return [
         dict(row)
-        for row in Evaluation.objects.filter(run_id__in=run_ids, calibration=False)
+        for row in Evaluation.objects.filter(run_id__in=run_ids)
         .order_by("-created_at")
         .values(*STATE_FIELDS)
     ]
@@ -48,7 +50,8 @@ def runs_refresh(
         before = _before(list(rubric_of))
     by_run: dict[Any, list[dict[str, Any]]] = {run_id: [] for run_id in rubric_of}
     for row in state_rows(list(rubric_of)) if rows is None else rows:
-        by_run[row["run_id"]].append(row)
+        if not row["calibration"]:  # never the run's result nor counted in its status
+            by_run[row["run_id"]].append(row)
     fields: dict[Any, dict[str, Any]] = {}
     picked: dict[Any, tuple[Any, Any]] = {}
     for run_id, evaluations in by_run.items():

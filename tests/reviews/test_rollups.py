@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db.models import Count
 
 from reviews.models import VerdictOverride
 from reviews.services import ReviewConflict, override_create, override_revert
@@ -26,6 +27,8 @@ from runs.models import (
     EvaluationDayRollup,
     Kind,
     RunDayRollup,
+    Status,
+    VersionRollup,
 )
 from runs.models_rollup import NO_RUBRIC
 from runs.services.rescore import RescoreScope, batch_cancel, batch_create
@@ -98,10 +101,30 @@ def rollup_evaluation_days() -> dict[tuple, tuple]:
     }
 
 
+def raw_version_runs() -> dict[Any, int]:
+    """Rubric version -> distinct runs with a succeeded evaluation on it."""
+    pairs = set(
+        Evaluation.objects.filter(
+            status=Status.SUCCEEDED, rubric_version__isnull=False
+        ).values_list("rubric_version_id", "run_id")
+    )
+    return dict(Counter(version for version, _ in pairs))
+
+
+def rollup_version_runs() -> dict[Any, int]:
+    return {r.version_ref: r.runs_judged for r in VersionRollup.objects.all() if r.runs_judged}
+
+
+def counted() -> tuple[dict, ...]:
+    """Every rollup, as the tests compare them."""
+    return (rollup_run_days(), rollup_criterion_days(), rollup_evaluation_days(), rollup_version_runs())  # fmt: skip
+
+
 def assert_rollups_agree() -> None:
     assert rollup_run_days() == raw_run_days()
     assert rollup_criterion_days() == raw_criterion_days()
     assert rollup_evaluation_days() == raw_evaluation_days()
+    assert rollup_version_runs() == raw_version_runs()
 
 
 def random_step(rng: random.Random, rubrics: list[Any], reviewer: Any, make_run: Any) -> None:
@@ -158,6 +181,14 @@ def test_rollups_agree_with_raw_counts_after_random_ingests_overrides_and_rescor
     assert CriterionVerdict.objects.filter(is_current=False).exists()  # and re-scores
     demoted = Evaluation.objects.filter(kind=Kind.ALIGNMENT, is_current=False, status="succeeded")
     assert demoted.exists()  # and alignment results a re-score demoted
+    twice = (
+        Evaluation.objects.filter(kind=Kind.RUBRIC, status=Status.SUCCEEDED)
+        .values("run_id", "rubric_version_id")
+        .annotate(n=Count("id"))
+        .filter(n__gt=1)
+    )
+    assert twice.exists()  # and runs judged again on a version that already counted them
+    assert len(rollup_version_runs()) > len(rubrics)  # and versions made by criteria edits
 
 
 def test_the_rebuild_command_reproduces_the_incremental_rollups(
@@ -168,16 +199,16 @@ def test_the_rebuild_command_reproduces_the_incremental_rollups(
     for _ in range(15):
         random_step(rng, rubrics, reviewer, make_run)
     make_run(team=other_team, output=PASSING)  # no rubric: counted under NO_RUBRIC
-    kept = (rollup_run_days(), rollup_criterion_days(), rollup_evaluation_days())
+    kept = counted()
     assert all(kept)
 
     call_command("rollups_rebuild", "--team", rubric.team.slug, verbosity=0)
-    assert (rollup_run_days(), rollup_criterion_days(), rollup_evaluation_days()) == kept
+    assert counted() == kept
 
-    for model in (RunDayRollup, CriterionDayRollup, EvaluationDayRollup):
+    for model in (RunDayRollup, CriterionDayRollup, EvaluationDayRollup, VersionRollup):
         model.objects.all().delete()
     call_command("rollups_rebuild", verbosity=0)
-    assert (rollup_run_days(), rollup_criterion_days(), rollup_evaluation_days()) == kept
+    assert counted() == kept
 
 
 def test_the_rebuild_command_names_an_unknown_team(db):

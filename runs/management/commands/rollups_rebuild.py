@@ -13,7 +13,7 @@ from teams.models import Team
 
 
 class Command(BaseCommand):
-    help = "Recount the home page, rubric list and failure-rate rollups from the raw rows."
+    help = "Recount the home page, rubric list, rubric editor and failure-rate rollups from the raw rows."
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--team", help="the slug of one team (default: every team)")
@@ -26,6 +26,6 @@ class Command(BaseCommand):
                 raise CommandError(f"--team: no team with the slug {options['team']!r}")
         done = rollups_rebuild(team=team)
         self.stdout.write(
-            f"rebuilt {done['run_days']} run day(s), {done['criterion_days']} criterion day(s) "
-            f"and {done['evaluation_days']} evaluation day(s)"
+            f"rebuilt {done['run_days']} run day(s), {done['criterion_days']} criterion day(s), "
+            f"{done['evaluation_days']} evaluation day(s) and {done['versions']} version(s)"
         )
