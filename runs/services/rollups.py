@@ -26,6 +26,7 @@ from ..models_rollup import (
     RunDayRollup,
     VersionRollup,
 )
+from .rollup_sql import upsert_rows
 from .rollups_evaluations import recount_evaluations
 from .rollups_versions import recount_versions
 
@@ -121,7 +122,7 @@ def _upsert_runs(deltas: dict[RunKey, list[Any]]) -> None:
         "excluded.last_run_at)"
     )
     rows = [[*key, *values] for key, values in sorted(deltas.items(), key=_sort_key)]
-    _execute(connection, RunDayRollup, sql, RUN_COLUMNS, rows)
+    upsert_rows(connection, RunDayRollup, sql, RUN_COLUMNS, rows)
 
 
 RUN_COLUMNS = ("team", "rubric_ref", "day", "runs", "judged", "passed", "last_run_at")
@@ -139,25 +140,14 @@ def _upsert_criteria(deltas: dict[CriterionKey, tuple[int, int]]) -> None:
         f"SET judged = {table}.judged + excluded.judged, failed = {table}.failed + excluded.failed"
     )
     items = sorted(deltas.items(), key=lambda kv: (str(kv[0][3]), kv[0][4]))
-    _execute(connection, CriterionDayRollup, sql, CRITERION_COLUMNS, [[*k, *v] for k, v in items])
+    upsert_rows(
+        connection, CriterionDayRollup, sql, CRITERION_COLUMNS, [[*k, *v] for k, v in items]
+    )
 
 
 def _sort_key(item: tuple[RunKey, Any]) -> tuple[str, date, str]:
     (team_id, rubric, day), _ = item
     return (str(team_id), day, str(rubric))
-
-
-def _execute(
-    connection: Any, model: Any, sql: str, names: tuple[str, ...], rows: list[list[Any]]
-) -> None:
-    """Send ``sql`` once per row (one executemany), each value prepared as the ORM would."""
-    fields = [model._meta.get_field(name) for name in names]
-    params = [
-        [f.get_db_prep_save(v, connection) for f, v in zip(fields, row, strict=True)]
-        for row in rows
-    ]
-    with connection.cursor() as cursor:
-        cursor.executemany(sql, params)
 
 
 # --- Rebuild -------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from django.db.models.functions import TruncDate
 
 from ..models import FINAL_STATUSES, Evaluation, Kind
 from ..models_rollup import EvaluationDayRollup
+from .rollup_sql import upsert_rows
 
 EvalKey = tuple[Any, date, str, str, str]  # (team id, day, kind, status, band)
 FIELDS = ("team_id", "created_at", "kind", "status", "is_current", "band", "prompt_tokens",
@@ -89,16 +90,9 @@ def _upsert(deltas: dict[EvalKey, list[Any]]) -> None:
         f"cost = CASE WHEN {t}.cost IS NULL AND excluded.cost IS NULL THEN NULL "
         f"ELSE COALESCE({t}.cost, 0) + COALESCE(excluded.cost, 0) END"
     )
-    model: Any = EvaluationDayRollup
-    fields = [model._meta.get_field(name) for name in COLUMNS]
     # Sorted keys: concurrent writers lock shared rows in one order (no deadlock).
     items = sorted(deltas.items(), key=lambda kv: (str(kv[0][0]), *kv[0][1:]))
-    params = [
-        [f.get_db_prep_save(v, connection) for f, v in zip(fields, [*k, *v], strict=True)]
-        for k, v in items
-    ]
-    with connection.cursor() as cursor:
-        cursor.executemany(sql, params)
+    upsert_rows(connection, EvaluationDayRollup, sql, COLUMNS, [[*k, *v] for k, v in items])
 
 
 def recount_evaluations(scope: dict[str, Any]) -> list[EvaluationDayRollup]:

@@ -21,6 +21,7 @@ from django.db.models import Count
 
 from ..models import Evaluation, Status
 from ..models_rollup import VersionRollup
+from .rollup_sql import upsert_rows
 
 Judged = tuple[Any, Any, Any]  # (team id, rubric version id, run id)
 COLUMNS = ("team", "version_ref", "runs_judged")
@@ -58,14 +59,7 @@ def _upsert(rows: list[tuple[Any, Any, int]]) -> None:
         "VALUES (%s, %s, %s) ON CONFLICT (version_ref) DO UPDATE SET "
         f"runs_judged = {table}.runs_judged + excluded.runs_judged"
     )
-    model: Any = VersionRollup
-    fields = [model._meta.get_field(name) for name in COLUMNS]
-    params = [
-        [f.get_db_prep_save(v, connection) for f, v in zip(fields, row, strict=True)]
-        for row in rows
-    ]
-    with connection.cursor() as cursor:
-        cursor.executemany(sql, params)
+    upsert_rows(connection, VersionRollup, sql, COLUMNS, [list(row) for row in rows])
 
 
 def recount_versions(scope: dict[str, Any]) -> list[VersionRollup]:
