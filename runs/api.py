@@ -166,7 +166,7 @@ def score(request: HttpRequest, payload: ScoreIn):
             judge_view=payload.judge_view or "",
             inline=payload.inline,
         )
-        finished = score_await(team=team, submitted=submitted, timeout=payload.timeout)
+        awaited = score_await(team=team, submitted=submitted, timeout=payload.timeout)
     ids = [e.id for e in submitted.evaluations]
-    out = score_out(submitted.run, evaluations_scored(ids=ids))
-    return Status(200 if finished and out["status"] in FINAL_STATUSES else 202, out)
+    out = score_out(submitted.run, awaited.scored or evaluations_scored(ids=ids))
+    return Status(200 if awaited.finished and out["status"] in FINAL_STATUSES else 202, out)

@@ -17,6 +17,7 @@ from .batches import (
 )
 from .dashboard import BANDS, HomeOverview, RunDetail, home_overview, run_detail
 from .evaluations import (
+    Scored,
     evaluation_get,
     evaluations_for_run,
     evaluations_latest_for_runs,
@@ -54,6 +55,7 @@ __all__ = [
     "RunFilterError",
     "RunFilters",
     "RunPage",
+    "Scored",
     "VersionRow",
     "batch_get",
     "batch_progress",

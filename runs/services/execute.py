@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, NamedTuple
 
@@ -36,7 +36,14 @@ from .estimates import evaluation_plan
 from .evaluations import evaluation_publish_later, evaluations_enqueue
 from .groupcommit import GroupCommit
 from .plans import Plan, alignment_scoring, plans_read, rubric_scoring
-from .results import Finished, record_failure, record_many, run_refresh, runs_refresh
+from .results import (
+    Finished,
+    Written,
+    record_failure,
+    record_many,
+    run_refresh,
+    runs_refresh,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +55,9 @@ class Outcome:
     retry_in: float | None = None
     # What this attempt wrote as the evaluation's usage: (tokens, cost; None when unknown).
     usage: tuple[int, float | None] | None = None
+    # "succeeded": what was stored (runs.services.results.Written), for a caller that answers
+    # with it (POST /api/score judged inline) instead of reading it back.
+    written: Written | None = field(default=None, compare=False, repr=False)
 
 
 def _recorded(calls: list[Any]) -> tuple[int, float | None]:
@@ -217,7 +227,7 @@ def _judge_and_write(claims: list[Claim]) -> list[Outcome]:
         written = record_many([job for _, job in finished])
         for (i, job), ok in zip(finished, written, strict=True):
             outcomes[i] = (
-                Outcome("succeeded", usage=_recorded(job.result.calls))
+                Outcome("succeeded", usage=_recorded(job.result.calls), written=job.written)
                 if ok
                 else Outcome("lost_lease")
             )

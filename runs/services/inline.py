@@ -136,26 +136,27 @@ def inline_reserve() -> InlineSlot | None:
     return InlineSlot(pool) if pool.reserve() else None
 
 
-def score_inline(*, team: Team, evaluation_ids: list[Any], deadline: float) -> bool:
-    """Judge the evaluations in this process; True when all of them ended here before
-    ``deadline`` (time.monotonic()). False when a worker claimed one first, a judge failure was
-    transient, every inline thread is busy, or time ran out (the judging then goes on): the
-    caller then waits for the evaluations' ends."""
+def score_inline(*, team: Team, evaluation_ids: list[Any], deadline: float) -> list[Outcome] | None:
+    """Judge the evaluations in this process; their outcomes when all of them ended here
+    before ``deadline`` (time.monotonic()). None when a worker claimed one first, a judge
+    failure was transient, every inline thread is busy, or time ran out (the judging then goes
+    on): the caller then waits for the evaluations' ends."""
     pool = _the_pool()
     if not pool.reserve():
-        return False
+        return None
     ids, team_id = [str(i) for i in evaluation_ids], str(team.pk)
     return inline_finished(
         pool.run(lambda: evaluations_execute(evaluation_ids=ids, team=team_id)), deadline
     )
 
 
-def inline_finished(future: Future[list[Outcome]], deadline: float) -> bool:
-    """True when the job ended every evaluation (succeeded or failed) before ``deadline``."""
+def inline_finished(future: Future[list[Outcome]], deadline: float) -> list[Outcome] | None:
+    """The job's outcomes when it ended every evaluation (succeeded or failed) before
+    ``deadline``, else None."""
     try:
         outcomes = future.result(timeout=max(0.0, deadline - time.monotonic()))
     except FutureTimeout:
-        return False
+        return None
     except Exception:  # noqa: BLE001 - logged by the pool; the evaluations are a worker's
-        return False
-    return all(o.status in FINAL_OUTCOMES for o in outcomes)
+        return None
+    return outcomes if all(o.status in FINAL_OUTCOMES for o in outcomes) else None

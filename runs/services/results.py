@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import transaction
 from django.utils import timezone
@@ -90,14 +90,26 @@ def _batch_hook(evaluation: Evaluation) -> None:
     transaction.on_commit(lambda: batch_evaluation_finished(batch_id=batch_id), robust=True)
 
 
+class Written(NamedTuple):
+    """What a write stored for one evaluation, as a score answer reads it (so the caller that
+    waited for it need not read it back): the evaluation's written fields with its id, run,
+    kind and creation time, its verdicts by position, its alignment rows by perspective."""
+
+    evaluation: Evaluation
+    verdicts: list[CriterionVerdict]
+    breakdowns: list[AlignmentBreakdown]
+
+
 @dataclass
 class Finished:
-    """A judged evaluation waiting to be written: what record_success takes."""
+    """A judged evaluation waiting to be written: what record_success takes. ``written`` is
+    set by the write that stored it (the last one, when a group write is retried alone)."""
 
     evaluation: Evaluation
     token: uuid.UUID
     result: Any
     criteria_ids: dict[str, Any] = field(default_factory=dict)
+    written: Written | None = None
 
 
 def record_success(
@@ -167,12 +179,19 @@ def _write(jobs: list[Finished], runs: dict[Any, AgentRun]) -> None:
             "finished_at": now,
             "is_current": evaluation.id in current.promoted,
         }
-        updates.setdefault(tuple(sorted(fields)), []).append(Evaluation(pk=evaluation.pk, **fields))
+        row = Evaluation(
+            pk=evaluation.pk, run_id=evaluation.run_id, kind=evaluation.kind,
+            created_at=evaluation.created_at, **fields,
+        )  # fmt: skip
+        updates.setdefault(tuple(sorted(fields)), []).append(row)  # only ``fields`` are written
         if evaluation.kind == Kind.RUBRIC:
             rows_of = _verdict_rows(job, runs[evaluation.run_id], fields["is_current"])
             verdicts += [(v, evaluation.rubric_version_id) for v in rows_of]
+            job.written = Written(row, rows_of, [])
         else:
-            breakdowns += _alignment_rows(evaluation, job.result)
+            aligned = _alignment_rows(evaluation, job.result)
+            breakdowns += aligned
+            job.written = Written(row, [], sorted(aligned, key=lambda b: b.perspective))
     removed = verdict_rollup_rows(evaluation_ids=current.demoted) if current.demoted else []
     banded = demoted_rows(ids=current.demoted) if current.demoted else []
     if current.demoted:

@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 
@@ -23,7 +23,7 @@ from ..liveness import worker_missing_for
 from ..models import AgentRun, Evaluation, Kind
 from ..payloads import RunPayload
 from ..ratelimit import backend
-from ..selectors import evaluations_for_run
+from ..selectors import Scored, evaluations_for_run
 from .execute import Outcome
 from .ingest import NothingToScore, RunValidationError, run_store
 from .inline import InlineSlot, inline_finished, inline_reserve, score_inline
@@ -171,20 +171,48 @@ def _scored_with(evaluations: list[Evaluation], inline: list[dict[str, Any]]) ->
     return any(e.inline_criteria == inline for e in rubric)
 
 
-def score_await(*, team: Team, submitted: Submitted, timeout: float) -> bool:
-    """Wait until every evaluation is final (succeeded, failed or cancelled); False when
-    ``timeout`` seconds pass first. When this process judges them (``submitted.here``) it
-    waits for its own judging first; a stored run's evaluations it claims from the queue. A
+class Awaited(NamedTuple):
+    """How a wait ended: ``finished`` when every evaluation is final; ``scored``, the answer's
+    rows, when this process judged them all successfully and has what it stored (else the
+    caller reads them: runs.selectors.evaluations_scored)."""
+
+    finished: bool
+    scored: Scored | None = None
+
+
+def score_await(*, team: Team, submitted: Submitted, timeout: float) -> Awaited:
+    """Wait until every evaluation is final (succeeded, failed or cancelled), or ``timeout``
+    seconds pass (not finished). When this process judges them (``submitted.here``) it waits
+    for its own judging first; a stored run's evaluations it claims from the queue. A
     transient judge failure re-queues an evaluation, which keeps this waiting until the retry
     ends or time runs out."""
     deadline = time.monotonic() + timeout
     ids = [e.id for e in submitted.evaluations]
+    outcomes = None
     if submitted.judging is not None:
-        if inline_finished(submitted.judging, deadline):
-            return True
-    elif submitted.here and score_inline(team=team, evaluation_ids=ids, deadline=deadline):
-        return True
-    return wait_for_evaluations(ids, timeout=deadline - time.monotonic())
+        outcomes = inline_finished(submitted.judging, deadline)
+    elif submitted.here:
+        outcomes = score_inline(team=team, evaluation_ids=ids, deadline=deadline)
+    if outcomes is not None:
+        return Awaited(True, _scored(outcomes))
+    return Awaited(wait_for_evaluations(ids, timeout=deadline - time.monotonic()))
+
+
+def _scored(outcomes: list[Outcome]) -> Scored | None:
+    """The answer's rows as the inline judging stored them, when every evaluation succeeded
+    (ordered as evaluations_scored orders them)."""
+    written = [o.written for o in outcomes]
+    if not written or any(w is None for w in written):
+        return None
+    rows = sorted(
+        (w for w in written if w is not None),
+        key=lambda w: (w.evaluation.created_at, w.evaluation.kind),
+    )
+    return Scored(
+        [w.evaluation for w in rows],
+        {w.evaluation.id: w.verdicts for w in rows if w.evaluation.kind == Kind.RUBRIC},
+        {w.evaluation.id: w.breakdowns for w in rows if w.evaluation.kind == Kind.ALIGNMENT},
+    )
 
 
 def _judge_here(inline: bool) -> bool:

@@ -292,6 +292,22 @@ def test_inline_scoring_of_a_new_run_stores_it_claimed_and_sends_nothing_to_the_
     assert not Evaluation.objects.filter(enqueued_at__isnull=False).exists()
 
 
+def test_an_inline_answer_is_what_was_stored(fake_judge, api_key):
+    """The inline call answers from the rows it wrote; asked again (same external_id), the
+    answer is read back from the database: both are the same, field for field."""
+    api = Api(api_key)
+    payload = run_payload(
+        external_id="inline-answer", criteria=CRITERIA, alignment="both", timeout=60, inline=True
+    )
+    judged = api.post("/score", payload)
+    again = api.post("/score", payload)
+
+    assert judged.status_code == again.status_code == 200, (judged.content, again.content)
+    assert judged.json()["alignment"]["user"] and judged.json()["alignment"]["system"]
+    assert len(judged.json()["verdicts"]) == 3
+    assert judged.json() == again.json()
+
+
 @pytest.mark.worker
 def test_a_worker_sent_an_evaluation_the_web_process_is_judging_skips_it(worker, api_key):
     """A message for an inline evaluation reaching a worker mid-judging (a sweeper's resend, a
