@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from django.db.models import BooleanField, Q, Value
+from django.db.models import Q
 from django.utils import timezone
 
+from evalsite import rawsql
 from runs.models import AgentRun, AlignmentBreakdown, CriterionVerdict, Evaluation, Kind
 from runs.scoring import (
     DIMENSIONS,
@@ -55,10 +56,6 @@ def review_result_refresh(
     return fields
 
 
-_LABELLED = Value(True, output_field=BooleanField())
-_COUNTED = Value(False, output_field=BooleanField())
-
-
 def review_results_refresh(picked: dict[Any, tuple[Any, Any]]) -> dict[Any, dict[str, Any]]:
     """review_result_refresh for several runs (run id -> its current rubric and alignment
     evaluation ids): the runs' changed fields, by run id. Runs without labels cost nothing
@@ -66,19 +63,9 @@ def review_results_refresh(picked: dict[Any, tuple[Any, Any]]) -> dict[Any, dict
     # Every label in effect comes from reviewers' verdicts; a disputed criterion has only those.
     # One statement finds the labelled runs and the unlabelled ones whose review still counts
     # labels (their labels were removed): the common case, no labels anywhere, costs just it.
-    ids = list(picked)
-    found = ReviewerLabel.objects.filter(run_id__in=ids).values_list("run_id", _LABELLED)
-    aligned = [run_id for run_id, (_, alignment) in picked.items() if alignment is not None]
-    if aligned:
-        found = found.union(
-            AlignmentLabel.objects.filter(run_id__in=aligned).values_list("run_id", _LABELLED)
-        )
-    found = found.union(
-        RunReview.objects.filter(run_id__in=ids)
-        .filter(Q(labelled__gt=0) | Q(reviewers__gt=0))
-        .values_list("run_id", _COUNTED)
+    rows = _labelled_or_counted(
+        list(picked), [run_id for run_id, (_, alignment) in picked.items() if alignment is not None]
     )
-    rows = set(found)
     labelled = {run_id for run_id, is_label in rows if is_label}
     stale = [run_id for run_id, is_label in rows if not is_label and run_id not in labelled]
     if stale:
@@ -94,6 +81,39 @@ def review_results_refresh(picked: dict[Any, tuple[Any, Any]]) -> dict[Any, dict
         for run_id in picked
         if run_id in labelled
     }
+
+
+def _labelled_or_counted(ids: list[Any], aligned: list[Any]) -> set[tuple[Any, bool]]:
+    """(run id, True) for the runs with reviewer or alignment labels (``aligned``: the runs
+    judged for alignment), (run id, False) for those whose review still counts labels. One
+    statement, hand-written: every write of a result runs it."""
+    if not ids:
+        return set()
+    connection = rawsql.connection_for(RunReview, write=True)
+
+    def part(model: Any, run_ids: list[Any], flag: int, where: str = "") -> tuple[str, list[Any]]:
+        sql = "SELECT {}, {} FROM {} WHERE {} IN ({}){}".format(  # noqa: S608 - names from _meta
+            rawsql.name(connection, model, "run_id"),
+            flag,
+            rawsql.name(connection, model),
+            rawsql.name(connection, model, "run_id"),
+            rawsql.marks(len(run_ids)),
+            where,
+        )
+        return sql, rawsql.prep(connection, model, "run_id", run_ids)
+
+    counted = " AND ({} > 0 OR {} > 0)".format(
+        rawsql.name(connection, RunReview, "labelled"),
+        rawsql.name(connection, RunReview, "reviewers"),
+    )
+    parts = [part(ReviewerLabel, ids, 1)]
+    if aligned:
+        parts.append(part(AlignmentLabel, aligned, 1))
+    parts.append(part(RunReview, ids, 0, counted))
+    sql = " UNION ".join(sql for sql, _ in parts)
+    params = [p for _, part_params in parts for p in part_params]
+    rows = rawsql.fetch(connection, [(ReviewerLabel, "run_id")], sql, params)
+    return {(run_id, bool(flag)) for run_id, flag in rows}
 
 
 def effective_verdicts(

@@ -31,6 +31,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from evalsite import rawsql
 from evalsite.errors import FieldErrors
 from teams.models import Team
 
@@ -90,7 +91,7 @@ def budget_admit(claims: Sequence[Claimed]) -> Admission | None:
     (runs.services.budget_slices); park the claims of a team whose budget is reached as
     ``over_budget``. None when no claim's team has a budget (one query, nothing drawn)."""
     team_ids = {c.evaluation.team_id for c in claims}
-    budgets = [b for b in JudgeBudget.objects.filter(team_id__in=team_ids) if b.is_set]
+    budgets = [b for b in rawsql.instances_in(JudgeBudget, "team_id", list(team_ids)) if b.is_set]
     if not budgets:
         return None
     admission = Admission(admitted=[True] * len(claims))

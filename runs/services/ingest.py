@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from evalsite import rawsql
 from evalsite.errors import Conflict, FieldErrors, TooLarge
 from rubrics.models import AlignmentMode, Rubric
 from rubrics.selectors import rubric_get
@@ -286,13 +287,14 @@ def run_build(
 
 def runs_store(built: list[tuple[AgentRun, list[Evaluation]]], *, enqueue: bool = True) -> None:
     """Insert runs and evaluations with a fixed number of queries; enqueue after commit."""
-    runs = AgentRun.objects.bulk_create([run for run, _ in built])
+    runs = [run for run, _ in built]
+    rawsql.insert(runs)  # hand-written: every stored run makes these two inserts
     rollup_runs_added(runs=runs)
     tools = [tool for run in runs for tool in _tools(run)]
     if tools:
         RunTool.objects.bulk_create(tools)
     evaluations = [e for _, es in built for e in es]
-    Evaluation.objects.bulk_create(evaluations)
+    rawsql.insert(evaluations)
     if enqueue:
         evaluations_enqueue(e.id for e in evaluations)
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Coroutine
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any, Literal, cast
 
 from django.conf import settings
 
+from evalsite import rawsql
 from rubrics.judging import judge_for
 from rubrics.selectors import version_criteria, version_examples
 from runs.scoring import (
@@ -142,16 +143,9 @@ def _reusable(items: list[tuple[Evaluation, Plan]]) -> dict[Any, dict[str, Prior
         keys_of[evaluation.id] = (evaluation.team_id, list(keys.values()))
     if not keys_of:
         return {}
-    rows = (
-        CriterionVerdict.objects.filter(
-            team_id__in={team for team, _ in keys_of.values()},
-            verdict_key__in={key for _, keys in keys_of.values() for key in keys},
-            evaluation__status=Status.SUCCEEDED,
-        )
-        .order_by("run_created_at")
-        .values(
-            "id", "team_id", "verdict_key", "satisfied", "reasoning", "reused_from_id", "evidence"
-        )
+    rows = _prior_verdicts(
+        list({team for team, _ in keys_of.values()}),
+        list({key for _, keys in keys_of.values() for key in keys}),
     )
     found: dict[tuple[Any, str], PriorVerdict] = {}
     for row in rows:
@@ -169,6 +163,31 @@ def _reusable(items: list[tuple[Evaluation, Plan]]) -> dict[Any, dict[str, Prior
         evaluation_id: {key: found[(team, key)] for key in keys if (team, key) in found}
         for evaluation_id, (team, keys) in keys_of.items()
     }
+
+
+_PRIOR = ("id", "team_id", "verdict_key", "satisfied", "reasoning", "reused_from_id", "evidence")
+
+
+def _prior_verdicts(teams: list[Any], keys: list[str]) -> list[dict[str, Any]]:
+    """The teams' verdicts with these keys from succeeded evaluations, oldest run first: one
+    statement, hand-written (every claimed rubric evaluation runs it)."""
+    connection = rawsql.connection_for(CriterionVerdict)
+    verdict = partial(rawsql.name, connection, CriterionVerdict)
+    evaluation = partial(rawsql.name, connection, Evaluation)
+    joined = f"{verdict()} JOIN {evaluation()} ON {verdict('evaluation_id')} = {evaluation('id')}"
+    where = (
+        f"{verdict('team_id')} IN ({rawsql.marks(len(teams))})"
+        f" AND {verdict('verdict_key')} IN ({rawsql.marks(len(keys))})"
+        f" AND {evaluation('status')} = %s"
+    )
+    columns_sql = rawsql.names(connection, CriterionVerdict, _PRIOR)
+    sql = f"SELECT {columns_sql} FROM {joined} WHERE {where} ORDER BY {verdict('run_created_at')}"  # noqa: S608 - names from _meta
+    params = [*rawsql.prep(connection, CriterionVerdict, "team_id", teams), *keys, Status.SUCCEEDED]
+    columns = [(CriterionVerdict, f) for f in _PRIOR]
+    return [
+        dict(zip(_PRIOR, row, strict=True))
+        for row in rawsql.fetch(connection, columns, sql, params)
+    ]
 
 
 def rubric_scoring(

@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 from django.db import transaction
 from django.utils import timezone
 
+from evalsite import rawsql
 from runs.scoring import JudgeCall, Usage
 from runs.scoring.redact import tenant_error
 
@@ -23,6 +24,7 @@ from ..models import (
 from .groupcommit import GroupCommit
 from .notify import evaluations_ended
 from .rescore_dispatch import batch_evaluation_finished
+from .result_rows import alignment_rows, verdict_rows
 from .rollups import rollup_verdicts_changed, verdict_rollup_rows
 from .rollups_evaluations import (
     demoted_rows,
@@ -135,20 +137,8 @@ def record_successes(jobs: list[Finished]) -> list[bool]:
         # Lock order: runs, then their evaluations, both by id (as every writer does). NO KEY:
         # writers still exclude each other, but inserts of new evaluations for these runs (a
         # re-score batch's foreign-key checks) neither wait for nor deadlock with this.
-        runs = {
-            run.pk: run
-            for run in AgentRun.objects.select_for_update(no_key=True)
-            .filter(pk__in=run_ids)
-            .order_by("pk")
-            .only("id", "team_id", "rubric_id", "created_at", "passed")
-        }
-        held = {
-            (row_id, token)
-            for row_id, token in Evaluation.objects.select_for_update()
-            .filter(id__in=[job.evaluation.id for job in jobs], status=Status.RUNNING)
-            .order_by("pk")
-            .values_list("id", "lease_token")
-        }
+        runs = _runs_locked(run_ids)
+        held = _held_locked([job.evaluation.id for job in jobs])
         kept = [job for job in jobs if (job.evaluation.id, job.token) in held]
         if kept:
             _write(kept, runs)
@@ -157,6 +147,47 @@ def record_successes(jobs: list[Finished]) -> list[bool]:
             evaluations_ended([job.evaluation.id for job in kept])  # delivered at commit
     kept_ids = {id(job) for job in kept}
     return [id(job) in kept_ids for job in jobs]
+
+
+# What the write reads of each run, under its row lock.
+_RUN_FIELDS = rawsql.model_order(AgentRun, ("id", "team_id", "rubric_id", "created_at", "passed"))
+
+
+def _runs_locked(run_ids: list[Any]) -> dict[Any, AgentRun]:
+    """The runs, row-locked in id order (FOR NO KEY UPDATE; hand-written: the hot path)."""
+    connection = rawsql.connection_for(AgentRun, write=True)
+    sql = "SELECT {} FROM {} WHERE {} IN ({}) ORDER BY {}{}".format(  # noqa: S608 - names from _meta
+        rawsql.names(connection, AgentRun, _RUN_FIELDS),
+        rawsql.name(connection, AgentRun),
+        rawsql.name(connection, AgentRun, "id"),
+        rawsql.marks(len(run_ids)),
+        rawsql.name(connection, AgentRun, "id"),
+        rawsql.lock_clause(connection, no_key=True),
+    )
+    columns = [(AgentRun, f) for f in _RUN_FIELDS]
+    params = rawsql.prep(connection, AgentRun, "id", run_ids)
+    runs = [
+        AgentRun.from_db(connection.alias, _RUN_FIELDS, row)
+        for row in rawsql.fetch(connection, columns, sql, params)
+    ]
+    return {run.pk: run for run in runs}
+
+
+def _held_locked(ids: list[Any]) -> set[tuple[Any, Any]]:
+    """(id, lease token) of those evaluations still running, row-locked in id order."""
+    connection = rawsql.connection_for(Evaluation, write=True)
+    sql = "SELECT {} FROM {} WHERE {} IN ({}) AND {} = %s ORDER BY {}{}".format(  # noqa: S608
+        rawsql.names(connection, Evaluation, ("id", "lease_token")),
+        rawsql.name(connection, Evaluation),
+        rawsql.name(connection, Evaluation, "id"),
+        rawsql.marks(len(ids)),
+        rawsql.name(connection, Evaluation, "status"),
+        rawsql.name(connection, Evaluation, "id"),
+        rawsql.lock_clause(connection),
+    )
+    params = [*rawsql.prep(connection, Evaluation, "id", ids), Status.RUNNING]
+    rows = rawsql.fetch(connection, [(Evaluation, "id"), (Evaluation, "lease_token")], sql, params)
+    return {(row_id, token) for row_id, token in rows}
 
 
 def _write(jobs: list[Finished], runs: dict[Any, AgentRun]) -> None:
@@ -185,11 +216,17 @@ def _write(jobs: list[Finished], runs: dict[Any, AgentRun]) -> None:
         )  # fmt: skip
         updates.setdefault(tuple(sorted(fields)), []).append(row)  # only ``fields`` are written
         if evaluation.kind == Kind.RUBRIC:
-            rows_of = _verdict_rows(job, runs[evaluation.run_id], fields["is_current"])
+            rows_of = verdict_rows(
+                job.evaluation,
+                job.result,
+                job.criteria_ids,
+                runs[evaluation.run_id],
+                fields["is_current"],
+            )
             verdicts += [(v, evaluation.rubric_version_id) for v in rows_of]
             job.written = Written(row, rows_of, [])
         else:
-            aligned = _alignment_rows(evaluation, job.result)
+            aligned = alignment_rows(evaluation, job.result)
             breakdowns += aligned
             job.written = Written(row, [], sorted(aligned, key=lambda b: b.perspective))
     removed = verdict_rollup_rows(evaluation_ids=current.demoted) if current.demoted else []
@@ -201,7 +238,7 @@ def _write(jobs: list[Finished], runs: dict[Any, AgentRun]) -> None:
         update_rows(Evaluation, group, names)
     written = {e.pk: e for group in updates.values() for e in group}
     if verdicts:
-        CriterionVerdict.objects.bulk_create([v for v, _ in verdicts])
+        rawsql.insert([v for v, _ in verdicts])
     rollup_verdicts_changed(added=verdicts, removed=removed)
     rollup_evaluations_demoted(rows=banded)
     rollup_evaluations_counted(rows=[_ended_row(job.evaluation, written) for job in jobs])
@@ -321,62 +358,6 @@ def _scores(evaluation: Evaluation, result: Any) -> dict[str, Any]:
         "system_applicable": result.system_applicable,
         "user_applicable": result.user_applicable,
     }
-
-
-def _verdict_rows(job: Finished, run: AgentRun, current: bool) -> list[CriterionVerdict]:
-    evaluation = job.evaluation
-    return [
-        CriterionVerdict(
-            evaluation_id=evaluation.id,
-            team_id=evaluation.team_id,
-            run_id=run.pk,
-            rubric_id=evaluation.rubric_id,
-            run_created_at=run.created_at,
-            is_current=current,
-            criterion_id=job.criteria_ids.get(v.criterion_id),
-            criterion_key=v.criterion_id,
-            position=i,
-            description=v.description,
-            required=v.required,
-            satisfied=v.satisfied,
-            reasoning=v.reasoning,
-            verdict_key=v.key,
-            evidence=list(v.evidence),
-            evidence_note=(v.evidence_note or "")[:300],
-            reused_from_id=v.reused_from,
-        )
-        for i, v in enumerate(job.result.verdicts)
-    ]
-
-
-def _alignment_rows(evaluation: Evaluation, result: Any) -> list[AlignmentBreakdown]:
-    rows = []
-    for name, p in result.perspectives.items():
-        rows.append(
-            AlignmentBreakdown(
-                evaluation_id=evaluation.id,
-                perspective=name,
-                weighted_score=p.weighted_score,
-                weights=p.weights.model_dump()
-                if hasattr(p.weights, "model_dump")
-                else dict(p.weights),
-                intent_score=p.intent.score,
-                primary_intent=p.intent.primary_intent,
-                intent_addressed=p.intent.is_addressed,
-                intent_reasoning=p.intent.reasoning,
-                requirements_score=p.requirements.score,
-                requirements=[r.model_dump() for r in p.requirements.requirements],
-                completeness_score=p.completeness.score,
-                missing_elements=list(p.completeness.missing_elements),
-                completeness_reasoning=p.completeness.reasoning,
-                appropriateness_score=p.appropriateness.score,
-                format_aligned=p.appropriateness.format_aligned,
-                tone_aligned=p.appropriateness.tone_aligned,
-                appropriateness_reasoning=p.appropriateness.reasoning,
-                overall_assessment=p.overall_assessment,
-            )
-        )
-    return rows
 
 
 _commits: GroupCommit[Finished, bool] = GroupCommit(record_successes)

@@ -1,4 +1,4 @@
-"""The rollups' one write shape: an upsert sent once per row (one executemany), each value
+"""The hot writes' one shape: a statement sent once per row (one executemany), each value
 prepared as the ORM would prepare it for its field."""
 
 from __future__ import annotations
@@ -15,5 +15,14 @@ def upsert_rows(
         [f.get_db_prep_save(v, connection) for f, v in zip(fields, row, strict=True)]
         for row in rows
     ]
+    send_rows(connection, sql, params)
+
+
+def send_rows(connection: Any, sql: str, params: list[list[Any]]) -> None:
+    """``sql`` once per parameter row. One row is sent as a plain execute: psycopg sends an
+    executemany through pipeline mode, which costs more CPU than the statement for one row."""
     with connection.cursor() as cursor:
-        cursor.executemany(sql, params)
+        if len(params) == 1:
+            cursor.execute(sql, params[0])
+        elif params:
+            cursor.executemany(sql, params)

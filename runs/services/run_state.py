@@ -6,8 +6,11 @@ from typing import Any
 
 from django.db import connections, router, transaction
 
+from evalsite import rawsql
+
 from ..hooks import result_adjusters
 from ..models import AgentRun, Evaluation, Kind, Status
+from .rollup_sql import send_rows
 from .rollups import rollup_runs_changed
 
 
@@ -27,12 +30,22 @@ STATE_FIELDS = (
 def state_rows(run_ids: list[Any]) -> list[dict[str, Any]]:
     """The runs' evaluations as runs_refresh reads them. Calibration judgements are included
     (the versions a run was judged on count them, runs.services.rollups_versions); runs_refresh
-    leaves them out of the run's state."""
+    leaves them out of the run's state. Hand-written SQL: every write of a result reads it."""
+    if not run_ids:
+        return []
+    connection = rawsql.connection_for(Evaluation, write=True)
+    sql = "SELECT {} FROM {} WHERE {} IN ({}) ORDER BY {} DESC".format(  # noqa: S608 - _meta
+        rawsql.names(connection, Evaluation, STATE_FIELDS),
+        rawsql.name(connection, Evaluation),
+        rawsql.name(connection, Evaluation, "run_id"),
+        rawsql.marks(len(run_ids)),
+        rawsql.name(connection, Evaluation, "created_at"),
+    )
+    params = rawsql.prep(connection, Evaluation, "run_id", run_ids)
+    columns = [(Evaluation, f) for f in STATE_FIELDS]
     return [
-        dict(row)
-        for row in Evaluation.objects.filter(run_id__in=run_ids)
-        .order_by("-created_at")
-        .values(*STATE_FIELDS)
+        dict(zip(STATE_FIELDS, row, strict=True))
+        for row in rawsql.fetch(connection, columns, sql, params)
     ]
 
 
@@ -120,8 +133,7 @@ def update_rows(model: Any, rows: list[Any], names: tuple[str, ...]) -> None:
         + [pk.get_db_prep_value(row.pk, connection)]
         for row in rows
     ]
-    with connection.cursor() as cursor:
-        cursor.executemany(sql, params)
+    send_rows(connection, sql, params)
 
 
 def _run_status(evaluations: list[dict[str, Any]]) -> str:
