@@ -311,8 +311,9 @@ EVALSITE_NOTIFY_URL = os.environ.get("EVALSITE_NOTIFY_URL", "")
 # has been seen for this many seconds; 0: only when the call asks ("inline": true).
 EVALSITE_SCORE_INLINE_WHEN_NO_WORKER = env_float("EVALSITE_SCORE_INLINE_WHEN_NO_WORKER", 0.0)
 # Inline judgings at once per web process (each of its threads keeps a database connection);
-# a call beyond that waits for a worker instead.
-EVALSITE_SCORE_INLINE_MAX = env_int("EVALSITE_SCORE_INLINE_MAX", 4)
+# a call beyond that waits for a worker instead. The default matches docker-compose's gunicorn
+# (8 threads per process): every request thread's call can be judged inline.
+EVALSITE_SCORE_INLINE_MAX = env_int("EVALSITE_SCORE_INLINE_MAX", 8)
 # Unfinished re-score batches per team (0: no cap).
 EVALSITE_TEAM_MAX_ACTIVE_BATCHES = env_int("EVALSITE_TEAM_MAX_ACTIVE_BATCHES", 20)
 
