@@ -11,4 +11,4 @@ RUN pip install --no-cache-dir -c constraints.txt .
 COPY . .
 RUN SECRET_KEY=build DEBUG=0 ALLOWED_HOSTS=build python manage.py collectstatic --noinput
 EXPOSE 8000
-CMD ["gunicorn", "evalsite.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--threads", "8"]
+CMD ["gunicorn", "evalsite.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--threads", "16"]

@@ -294,8 +294,8 @@ EVALSITE_FAIR_RESERVE = env_int("EVALSITE_FAIR_RESERVE", 0)
 EVALSITE_API_RATE = env_int("EVALSITE_API_RATE", 1200)
 EVALSITE_API_BURST = env_int("EVALSITE_API_BURST", 300)
 # POST /api/score calls of one team waiting for their results at once (0: no cap). Keep it
-# well below the web server's concurrency (gunicorn workers x threads).
-EVALSITE_SCORE_MAX_WAITING = env_int("EVALSITE_SCORE_MAX_WAITING", 8)
+# well below the web server's concurrency (gunicorn workers x threads: 48 in docker-compose).
+EVALSITE_SCORE_MAX_WAITING = env_int("EVALSITE_SCORE_MAX_WAITING", 16)
 # How waiting score calls learn that evaluations ended (runs/services/notify.py): auto
 # (PostgreSQL LISTEN/NOTIFY on PostgreSQL, else Redis pub/sub with a Redis broker, else
 # polling), postgres, redis or poll.
@@ -312,8 +312,8 @@ EVALSITE_NOTIFY_URL = os.environ.get("EVALSITE_NOTIFY_URL", "")
 EVALSITE_SCORE_INLINE_WHEN_NO_WORKER = env_float("EVALSITE_SCORE_INLINE_WHEN_NO_WORKER", 0.0)
 # Inline judgings at once per web process (each of its threads keeps a database connection);
 # a call beyond that waits for a worker instead. The default matches docker-compose's gunicorn
-# (8 threads per process): every request thread's call can be judged inline.
-EVALSITE_SCORE_INLINE_MAX = env_int("EVALSITE_SCORE_INLINE_MAX", 8)
+# (16 threads per process): every request thread's call can be judged inline.
+EVALSITE_SCORE_INLINE_MAX = env_int("EVALSITE_SCORE_INLINE_MAX", 16)
 # Unfinished re-score batches per team (0: no cap).
 EVALSITE_TEAM_MAX_ACTIVE_BATCHES = env_int("EVALSITE_TEAM_MAX_ACTIVE_BATCHES", 20)
 
