@@ -208,6 +208,20 @@ def test_a_score_that_times_out_is_still_judging_with_its_evaluation_ids_never_a
     ]
 
 
+def test_an_inline_score_is_judged_by_the_web_process_and_never_queued(
+    evalsite, fake_judge, make_rubric
+):
+    from runs.models import Evaluation
+
+    make_rubric()
+
+    result = evalsite.score(PASSING, rubric="support-quality", task=TASK, timeout=30, inline=True)
+
+    assert result.passed is True and result.verdicts
+    evaluation = Evaluation.objects.get(pk=result.evaluation_id)
+    assert evaluation.enqueued_at is None and evaluation.attempts == 1  # never sent to a worker
+
+
 def test_a_score_over_the_judge_budget_raises_over_budget_never_a_pass(
     evalsite, worker, team, make_rubric
 ):

@@ -47,6 +47,11 @@ export interface EvalsiteRubricScorerOptions {
    * judge sees"), so this needs `criteria`.
    */
   judgeView?: JudgeView;
+  /**
+   * Ask the evalsite web process that receives each call to judge it itself (`"inline": true`):
+   * no worker queue, the fastest answer for an agent loop. Default: evalsite's workers judge.
+   */
+  inline?: boolean;
   /** Seconds evalsite waits for the judge before answering 202 (1–120, default 30). */
   timeoutSeconds?: number;
   /** The agent name stored with each run; default the agent's name Mastra reports. */
@@ -79,6 +84,7 @@ export function createEvalsiteRubricScorer(options: EvalsiteRubricScorerOptions)
       if (options.criteria !== undefined) body.criteria = options.criteria;
       if (options.alignment) body.alignment = options.alignment;
       if (options.judgeView) body.judge_view = options.judgeView;
+      if (options.inline) body.inline = true;
       return postScore({ ...settings, body, fetch: options.fetch });
     })
     .generateScore(({ results }) => scoreOf(results.analyzeStepResult))

@@ -82,7 +82,7 @@ test('generate() loops the same way and groups its iterations under its own loop
   const agentName = `mastra-generate-${randomUUID()}`;
   const { model, prompts } = scriptedModel([FIRST, SECOND]);
   const agent = new Agent({ id: 'support', name: agentName, instructions: 'Be brief.', model });
-  const scorer = createEvalsiteRubricScorer({ ...server, timeoutSeconds: 60 });
+  const scorer = createEvalsiteRubricScorer({ ...server, timeoutSeconds: 60, inline: true });
 
   await agent.generate(TASK, { maxSteps: 5, isTaskComplete: { scorers: [scorer] } });
 

@@ -127,19 +127,22 @@ class RunsMixin(BaseClient):
         rubric: str | None = None,
         criteria: str | list[dict[str, Any]] | None = None,
         timeout: float = 30.0,
+        inline: bool | None = None,
         run: dict[str, Any] | None = None,
         **fields: Any,
     ) -> ScoreResult:
         """Store a run, wait up to ``timeout`` seconds (at most 120) for its verdict, return it.
 
-        ``criteria`` (text or a list) replace the rubric's; fields are the run payload's
+        ``criteria`` (text or a list) replace the rubric's; ``inline=True`` asks the web
+        process that receives the call to judge it itself (no worker queue: what an agent
+        loop wants; see docs/api.md); fields are the run payload's
         (``task=``/``system=`` build the input). Raises ``StillJudging`` when the wait ran out
         (``OverBudget``, a kind of it, when the team's judge budget is reached)
         (the evaluations go on) and ``JudgingFailed`` when the judge failed for good: a
         ``ScoreResult`` is always a whole verdict, never a guess.
         """
         payload = keyed(run_payload(run, output=output, rubric=rubric, **fields))
-        payload |= body(criteria=criteria, timeout=timeout)
+        payload |= body(criteria=criteria, timeout=timeout, inline=inline)
         response = self._request("runs_api_score", json=payload, timeout=timeout + 30)
         answer = response.json()
         if answer.get("status") == "over_budget":
