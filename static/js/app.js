@@ -118,6 +118,18 @@
     return list;
   }
 
+  // <time datetime="…" data-local-time> shows its moment in the reader's own time zone (the
+  // page says it in UTC, and keeps UTC in the title).
+  var LOCAL = { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", hourCycle: "h23" };
+  function localTimes(root) {
+    root.querySelectorAll("time[data-local-time]").forEach(function (el) {
+      var when = new Date(el.getAttribute("datetime"));
+      if (!isNaN(when)) el.textContent = when.toLocaleString(undefined, LOCAL);
+    });
+  }
+  localTimes(document);
+  document.addEventListener("htmx:afterSettle", function (event) { localTimes(event.detail.target || document); });
+
   document.addEventListener("htmx:afterSettle", function (event) {
     var saved = lastFocus;
     var active = document.activeElement;

@@ -114,6 +114,27 @@ def test_discard_draft_under_the_criteria_ends_edits_made_since_the_page_opened(
     assert not WorkingCopy.objects.exists()
 
 
+def test_the_unsaved_edits_time_is_shown_in_the_readers_time_zone(
+    chromium, live_server, sign_in, owner, make_rubric
+):
+    from datetime import UTC, datetime
+
+    rubric = make_rubric()
+    state = WorkingCopyState(criteria=[CriterionRow(description="Restored")]).model_dump()
+    working_copy_save(rubric=rubric, user=owner, state=state, base_number=1)
+    WorkingCopy.objects.update(updated_at=datetime(2026, 12, 4, 10, 0, tzinfo=UTC))
+    context = chromium.new_context(base_url=live_server.url, timezone_id="Asia/Kolkata")
+    try:
+        page = sign_in(context.new_page(), owner)
+        page.goto(f"/rubrics/{rubric.id}/")
+        when = page.get_by_test_id("unsaved-edits").locator("time")
+
+        expect(when).to_contain_text("15:30")  # 10:00 UTC is 15:30 in Kolkata (UTC+5:30)
+        expect(when).to_have_attribute("title", "2026-12-04 10:00 UTC")
+    finally:
+        context.close()
+
+
 @pytest.mark.parametrize(
     "button",
     ["Discard edits", "Discard draft"],  # the notice's plain form; htmx under the criteria
