@@ -265,6 +265,7 @@ def on_unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
 
 api.add_router("/rubrics", "rubrics.api.router")
 api.add_router("/connections", "teams.api_connections.router")
+api.add_router("/team/invites", "teams.api_invites.router")
 api.add_router("/team", "teams.api_team.router")
 # Before runs.api: its /runs/{run_id} would take /runs/export for a run id.
 api.add_router("", "reviews.api_export.router")

@@ -85,6 +85,10 @@ def _connections_team_and_otel(c) -> None:
     c.delete_connection("hosted")
     assert c.list_connections() == []
     assert len(c.rotate_webhook_secret()["secret"]) > 20
+    invite = c.create_invite("newcomer@example.com", role="viewer")
+    assert invite["link"] and [i["email"] for i in c.list_invites()] == ["newcomer@example.com"]
+    c.revoke_invite(invite["id"])
+    assert c.list_invites() == []
     prices = {"openai/my-judge": {"input": 0.15, "output": 0.6}}
     assert c.update_team_settings(judge_prices=prices)["judge_prices"] == prices
     assert c.get_team_settings()["confirm_tokens_above"] == 200_000

@@ -10,6 +10,8 @@ from typing import Any, cast
 from ._base import BaseClient, body
 from .types import (
     Connection,
+    Invite,
+    NewInvite,
     OtelService,
     Rubric,
     RubricPage,
@@ -131,6 +133,20 @@ class RubricsMixin(BaseClient):
     def rotate_webhook_secret(self) -> WebhookSecret:
         """A new secret for the team's webhook signatures: shown this once."""
         return cast(WebhookSecret, self._json("teams_api_team_rotate_webhook_secret"))
+
+    def list_invites(self) -> list[Invite]:
+        """The team's open invitations, newest first (expired ones too)."""
+        return cast(list[Invite], self._json("teams_api_invites_list_invites"))
+
+    def create_invite(self, email: str, role: str = "editor") -> NewInvite:
+        """Invite an address that has no account; ``link`` is in this answer only (and mailed
+        when the deployment has email settings)."""
+        body = {"email": email, "role": role}
+        return cast(NewInvite, self._json("teams_api_invites_create_invite", json=body))
+
+    def revoke_invite(self, invite_id: str) -> None:
+        """Stop an invitation's link from working."""
+        self._request("teams_api_invites_revoke_invite", {"invite_id": invite_id})
 
     # --- OpenTelemetry services -----------------------------------------------------------------
 

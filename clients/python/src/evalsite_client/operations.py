@@ -53,6 +53,13 @@ OPERATIONS: dict[str, Operation] = {
     "teams_api_team_rotate_webhook_secret": _op(
         "POST", "/api/team/webhook-secret", "rotate_webhook_secret", idempotent=False
     ),
+    "teams_api_invites_list_invites": _op("GET", "/api/team/invites", "list_invites"),
+    "teams_api_invites_create_invite": _op(
+        "POST", "/api/team/invites", "create_invite", idempotent=False
+    ),
+    "teams_api_invites_revoke_invite": _op(
+        "DELETE", "/api/team/invites/{invite_id}", "revoke_invite"
+    ),
     # Runs, evaluations, synchronous scoring (runs and scores always carry an external_id)
     "runs_api_create_run": _op("POST", "/api/runs", "create_run"),
     "runs_api_list_runs": _op("GET", "/api/runs", "list_runs"),

@@ -76,6 +76,21 @@ class WebhookSecret(TypedDict):
     rotated_at: str
 
 
+class Invite(TypedDict):
+    id: str
+    email: str
+    role: str
+    invited_by: str | None
+    created_at: str
+    expires_at: str
+    expired: bool
+
+
+class NewInvite(Invite):
+    link: str  # shown this once
+    mailed: bool
+
+
 # --- Runs and evaluations -----------------------------------------------------------------------
 
 
