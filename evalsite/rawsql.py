@@ -100,20 +100,47 @@ def fetch(
     return out
 
 
+def select_in(
+    model: type[Model],
+    fields: Sequence[str],
+    field: str,
+    values: Sequence[Any],
+    *,
+    equal: dict[str, Any] | None = None,
+    order_by: str = "",
+    lock: str = "",
+) -> list[list[Any]]:
+    """``SELECT fields FROM model WHERE field IN values [AND name = value ...] [ORDER BY
+    order_by] [FOR UPDATE]``, each value converted as the ORM converts it. ``order_by``: a field
+    name, ``-`` in front for descending; ``lock``: ``"update"`` or ``"no_key"`` (FOR NO KEY
+    UPDATE), ignored where the database has no row locks. No values: no rows, no query."""
+    if not values:
+        return []
+    connection = connection_for(model, write=True)
+    where = [f"{name(connection, model, field)} IN ({marks(len(values))})"]
+    params = prep(connection, model, field, values)
+    for other, value in (equal or {}).items():
+        where.append(f"{name(connection, model, other)} = %s")
+        params += prep(connection, model, other, [value])
+    sql = "SELECT {} FROM {} WHERE {}".format(  # noqa: S608 - names from _meta
+        names(connection, model, fields), name(connection, model), " AND ".join(where)
+    )
+    if order_by:
+        column = name(connection, model, order_by.lstrip("-"))
+        sql += f" ORDER BY {column}{' DESC' if order_by.startswith('-') else ''}"
+    if lock:
+        sql += lock_clause(connection, no_key=lock == "no_key")
+    return fetch(connection, [(model, f) for f in fields], sql, params)
+
+
 def instances_in(model: type[Model], field: str, values: Sequence[Any]) -> list[Any]:
     """The rows of ``model`` whose ``field`` is one of ``values``, as instances with every
     concrete field loaded (unordered)."""
-    if not values:
-        return []
-    connection = connection_for(model)
     attnames = [f.attname for f in model._meta.concrete_fields]
-    columns, table = names(connection, model, attnames), name(connection, model)
-    where = f"{name(connection, model, field)} IN ({marks(len(values))})"
-    sql = f"SELECT {columns} FROM {table} WHERE {where}"  # noqa: S608 - names from _meta
-    rows = fetch(
-        connection, [(model, f) for f in attnames], sql, prep(connection, model, field, values)
-    )
-    return [model.from_db(connection.alias, attnames, row) for row in rows]
+    alias = connection_for(model, write=True).alias
+    return [
+        model.from_db(alias, attnames, row) for row in select_in(model, attnames, field, values)
+    ]
 
 
 def insert(objs: Sequence[Model]) -> None:

@@ -128,3 +128,27 @@ def test_insert_stores_what_bulk_create_would(team, make_run):
     assert stored[made[0].pk].created_at is not None  # auto_now_add applied, as on a save
     with pytest.raises(ValueError, match="database-generated"):
         rawsql.insert([RunTool(run=run, team=team, tool="search", run_created_at=run.created_at)])
+
+
+def test_select_in_filters_orders_and_locks_as_the_orm_would(make_run, make_rubric):
+    from django.db import transaction
+
+    rubric = make_rubric(criteria=[{"description": "Is polite"}], alignment_mode="user")
+    runs = [make_run(rubric=rubric.slug) for _ in range(2)]
+    ids = [r.pk for r in runs]
+    Evaluation.objects.filter(run=runs[0], kind="rubric").update(status="running")
+
+    with transaction.atomic():
+        rows = rawsql.select_in(
+            Evaluation, ("id", "run_id", "created_at"), "run_id", ids,
+            equal={"status": "queued"}, order_by="-created_at", lock="update",
+        )  # fmt: skip
+
+    expected = Evaluation.objects.filter(run_id__in=ids, status="queued")
+    assert sorted(tuple(r) for r in rows) == sorted(
+        expected.values_list("id", "run_id", "created_at")
+    )
+    assert len(rows) == 3
+    stamps = [r[2] for r in rows]
+    assert stamps == sorted(stamps, reverse=True)  # newest first (ties in either order)
+    assert rawsql.select_in(Evaluation, ("id",), "run_id", []) == []

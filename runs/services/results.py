@@ -155,38 +155,23 @@ _RUN_FIELDS = rawsql.model_order(AgentRun, ("id", "team_id", "rubric_id", "creat
 
 def _runs_locked(run_ids: list[Any]) -> dict[Any, AgentRun]:
     """The runs, row-locked in id order (FOR NO KEY UPDATE; hand-written: the hot path)."""
-    connection = rawsql.connection_for(AgentRun, write=True)
-    sql = "SELECT {} FROM {} WHERE {} IN ({}) ORDER BY {}{}".format(  # noqa: S608 - names from _meta
-        rawsql.names(connection, AgentRun, _RUN_FIELDS),
-        rawsql.name(connection, AgentRun),
-        rawsql.name(connection, AgentRun, "id"),
-        rawsql.marks(len(run_ids)),
-        rawsql.name(connection, AgentRun, "id"),
-        rawsql.lock_clause(connection, no_key=True),
-    )
-    columns = [(AgentRun, f) for f in _RUN_FIELDS]
-    params = rawsql.prep(connection, AgentRun, "id", run_ids)
-    runs = [
-        AgentRun.from_db(connection.alias, _RUN_FIELDS, row)
-        for row in rawsql.fetch(connection, columns, sql, params)
-    ]
+    rows = rawsql.select_in(AgentRun, _RUN_FIELDS, "id", run_ids, order_by="id", lock="no_key")
+    alias = rawsql.connection_for(AgentRun, write=True).alias
+    runs = [AgentRun.from_db(alias, _RUN_FIELDS, row) for row in rows]
     return {run.pk: run for run in runs}
 
 
 def _held_locked(ids: list[Any]) -> set[tuple[Any, Any]]:
     """(id, lease token) of those evaluations still running, row-locked in id order."""
-    connection = rawsql.connection_for(Evaluation, write=True)
-    sql = "SELECT {} FROM {} WHERE {} IN ({}) AND {} = %s ORDER BY {}{}".format(  # noqa: S608
-        rawsql.names(connection, Evaluation, ("id", "lease_token")),
-        rawsql.name(connection, Evaluation),
-        rawsql.name(connection, Evaluation, "id"),
-        rawsql.marks(len(ids)),
-        rawsql.name(connection, Evaluation, "status"),
-        rawsql.name(connection, Evaluation, "id"),
-        rawsql.lock_clause(connection),
+    rows = rawsql.select_in(
+        Evaluation,
+        ("id", "lease_token"),
+        "id",
+        ids,
+        equal={"status": Status.RUNNING},
+        order_by="id",
+        lock="update",
     )
-    params = [*rawsql.prep(connection, Evaluation, "id", ids), Status.RUNNING]
-    rows = rawsql.fetch(connection, [(Evaluation, "id"), (Evaluation, "lease_token")], sql, params)
     return {(row_id, token) for row_id, token in rows}
 
 

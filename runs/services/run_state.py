@@ -31,22 +31,8 @@ def state_rows(run_ids: list[Any]) -> list[dict[str, Any]]:
     """The runs' evaluations as runs_refresh reads them. Calibration judgements are included
     (the versions a run was judged on count them, runs.services.rollups_versions); runs_refresh
     leaves them out of the run's state. Hand-written SQL: every write of a result reads it."""
-    if not run_ids:
-        return []
-    connection = rawsql.connection_for(Evaluation, write=True)
-    sql = "SELECT {} FROM {} WHERE {} IN ({}) ORDER BY {} DESC".format(  # noqa: S608 - _meta
-        rawsql.names(connection, Evaluation, STATE_FIELDS),
-        rawsql.name(connection, Evaluation),
-        rawsql.name(connection, Evaluation, "run_id"),
-        rawsql.marks(len(run_ids)),
-        rawsql.name(connection, Evaluation, "created_at"),
-    )
-    params = rawsql.prep(connection, Evaluation, "run_id", run_ids)
-    columns = [(Evaluation, f) for f in STATE_FIELDS]
-    return [
-        dict(zip(STATE_FIELDS, row, strict=True))
-        for row in rawsql.fetch(connection, columns, sql, params)
-    ]
+    rows = rawsql.select_in(Evaluation, STATE_FIELDS, "run_id", run_ids, order_by="-created_at")
+    return [dict(zip(STATE_FIELDS, row, strict=True)) for row in rows]
 
 
 def runs_refresh(
