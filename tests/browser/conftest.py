@@ -7,6 +7,7 @@ No browser is ever downloaded: Playwright launches /usr/bin/chromium. Tests here
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -58,7 +59,18 @@ def browser_page(chromium, live_server) -> Iterator[Any]:
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    in_flight: set[Any] = set()
+    page.on("request", lambda request: in_flight.add(request))
+    page.on("requestfinished", lambda request: in_flight.discard(request))
+    page.on("requestfailed", lambda request: in_flight.discard(request))
     yield page
+    # Nothing the page sends from now on reaches the server (a debounced autosave would write
+    # while the test database is flushed, and deadlock with the flush); what is already on its
+    # way is answered first.
+    context.route("**/*", lambda route: route.abort())
+    deadline = time.monotonic() + TIMEOUT_MS / 1000
+    while in_flight and time.monotonic() < deadline:
+        page.wait_for_timeout(20)  # lets Playwright deliver the requests' events
     context.close()
     assert not errors, f"JavaScript errors on the page: {errors}"
 
