@@ -142,6 +142,7 @@ def run_payload(agent: SpanLike, tree: Sequence[SpanLike]) -> dict[str, Any]:
     for key in ("gen_ai.conversation.id", "gen_ai.agent.id"):
         if isinstance(agent.attributes.get(key), str):
             metadata[key] = agent.attributes[key][:200]
+    metadata.update(_usage(agent, tree))
     return {
         "external_id": f"otel:{agent.trace_id}:{agent.span_id}",
         "agent": _agent_name(agent),
@@ -149,6 +150,30 @@ def run_payload(agent: SpanLike, tree: Sequence[SpanLike]) -> dict[str, Any]:
         "output": conversation.output,
         "metadata": metadata,
     }
+
+
+USAGE = ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens")
+
+
+def _usage(agent: SpanLike, tree: Sequence[SpanLike]) -> dict[str, int]:
+    """Token usage: the agent span's own, else the sum over its model-call spans (an agent span
+    that reports usage already counts its calls)."""
+    out: dict[str, int] = {}
+    for key in USAGE:
+        own = agent.attributes.get(key)
+        if isinstance(own, int) and not isinstance(own, bool):
+            out[key] = own
+            continue
+        counts = [
+            s.attributes[key]
+            for s in tree
+            if operation_of(s.attributes) not in (TOOL, AGENT)
+            and isinstance(s.attributes.get(key), int)
+            and not isinstance(s.attributes.get(key), bool)
+        ]
+        if counts:
+            out[key] = sum(counts)
+    return out
 
 
 def _agent_name(agent: SpanLike) -> str:

@@ -47,6 +47,7 @@ from .convert import (
     run_payload,
     service_name,
 )
+from .conventions import normalize
 from .decode import OtlpInvalid, Span
 from .models import OtelServiceRubric, OtelSpan
 
@@ -98,6 +99,7 @@ def otel_export(*, team: Team, spans: list[Span]) -> ExportResult:
 
     Raises TraceTooLarge (413, nothing stored) when a trace's staged spans would exceed
     EVALSITE_MAX_RUN_BYTES; with no delay, the run's own limit (RunTooLarge) likewise."""
+    normalize(spans)
     unique = list({(s.trace_id, s.span_id): s for s in reversed(spans)}.values())[::-1]
     traces = {s.trace_id for s in unique}
     known = _known(team, traces)
