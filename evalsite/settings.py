@@ -60,6 +60,8 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    # Before staticfiles: its runserver (static files and chunked request bodies) wins.
+    "evalsite",
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "django_htmx",

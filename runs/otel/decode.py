@@ -75,17 +75,22 @@ def export_decode(body: bytes, content_type: str, encoding: str = "") -> list[Sp
 def _decompress(body: bytes, encoding: str) -> bytes:
     if encoding in ("", "identity"):
         return body
-    if encoding != "gzip":
-        raise UnsupportedMediaType(f"Content-Encoding {encoding!r} is not supported: use gzip")
-    # Bounded like a plain body: a small gzip bomb must not become a huge one.
+    if encoding not in ("gzip", "x-gzip", "deflate"):
+        raise UnsupportedMediaType(
+            f"Content-Encoding {encoding!r} is not supported: use gzip or deflate",
+            extra={"accepted": ["gzip", "deflate"]},
+        )
+    # Bounded like a plain body: a small gzip bomb must not become a huge one. "deflate" is
+    # zlib-wrapped (RFC 9110), though some clients send raw deflate: both are read.
     limit = settings.EVALSITE_MAX_BULK_BYTES
+    wbits = 31 if encoding != "deflate" else (15 if body[:1] == b"\x78" else -15)
     try:
-        out = zlib.decompressobj(wbits=31).decompress(body, limit + 1)
+        out = zlib.decompressobj(wbits=wbits).decompress(body, limit + 1)
     except (zlib.error, gzip.BadGzipFile) as exc:
-        raise OtlpInvalid(f"the gzip body is corrupt: {exc}") from exc
+        raise OtlpInvalid(f"the {encoding} body is corrupt: {exc}") from exc
     if len(out) > limit:
         raise TooLarge(
-            f"the gzip body expands past {limit:,} bytes (EVALSITE_MAX_BULK_BYTES)",
+            f"the {encoding} body expands past {limit:,} bytes (EVALSITE_MAX_BULK_BYTES)",
             extra={"limit": limit},
         )
     return out
