@@ -15,6 +15,8 @@ import json
 import math
 import re
 import zlib
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,6 +113,28 @@ def _decompress(body: bytes, encoding: str) -> bytes:
     return out
 
 
+def _check_trace_spans(trace_ids: Iterable[bytes]) -> None:
+    """An export bringing more spans of one trace than a trace may have is refused before its
+    spans are converted (runs.otel.services counts the staged ones too)."""
+    for trace_id, count in Counter(trace_ids).items():
+        check_trace_spans(trace_id.hex(), count)
+
+
+def check_trace_spans(trace_id: str, count: int) -> None:
+    """A trace of more than EVALSITE_OTEL_MAX_TRACE_SPANS spans: 413 naming it."""
+    limit = settings.EVALSITE_OTEL_MAX_TRACE_SPANS
+    if count > limit:
+        raise TooLarge(
+            f"trace {trace_id} has {count:,} spans; the limit is {limit:,} "
+            "(EVALSITE_OTEL_MAX_TRACE_SPANS): nothing of this export was stored",
+            extra={
+                "limit": limit,
+                "setting": "EVALSITE_OTEL_MAX_TRACE_SPANS",
+                "trace_id": trace_id,
+            },
+        )
+
+
 # --- protobuf -------------------------------------------------------------------------------------
 
 
@@ -119,6 +143,9 @@ def _from_protobuf(body: bytes) -> list[Span]:
         request = ExportTraceServiceRequest.FromString(body)
     except (DecodeError, RecursionError, ValueError) as exc:
         raise OtlpInvalid(f"not an OTLP ExportTraceServiceRequest (protobuf): {exc}") from exc
+    _check_trace_spans(
+        sp.trace_id for rs in request.resource_spans for ss in rs.scope_spans for sp in ss.spans
+    )
     spans = []
     for r, rs in enumerate(request.resource_spans):
         resource = {a.key: _proto_value(a.value, 0) for a in rs.resource.attributes}

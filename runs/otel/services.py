@@ -48,7 +48,7 @@ from .convert import (
     run_payload,
     service_name,
 )
-from .decode import OtlpInvalid, Span
+from .decode import OtlpInvalid, Span, check_trace_spans
 from .models import OtelServiceRubric, OtelSpan
 
 logger = logging.getLogger(__name__)
@@ -165,7 +165,7 @@ def _check_sizes(team: Team, new: list[tuple[Span, int]]) -> None:
     for trace_id, size in incoming.items():
         if size > limit:
             raise TraceTooLarge(trace_id, size)
-        _check_span_count(trace_id, counts[trace_id])
+        check_trace_spans(trace_id, counts[trace_id])
     staged = OtelSpan.objects.filter(
         team=team, trace_id__in=list(incoming), assembled_at__isnull=True
     ).values_list("trace_id", "size")
@@ -175,21 +175,7 @@ def _check_sizes(team: Team, new: list[tuple[Span, int]]) -> None:
         if incoming[trace_id] > limit:
             raise TraceTooLarge(trace_id, incoming[trace_id])
     for trace_id, count in counts.items():
-        _check_span_count(trace_id, count)
-
-
-def _check_span_count(trace_id: str, count: int) -> None:
-    limit = settings.EVALSITE_OTEL_MAX_TRACE_SPANS
-    if count > limit:
-        raise TooLarge(
-            f"trace {trace_id} has {count:,} spans; the limit is {limit:,} "
-            "(EVALSITE_OTEL_MAX_TRACE_SPANS): nothing of this export was stored",
-            extra={
-                "limit": limit,
-                "setting": "EVALSITE_OTEL_MAX_TRACE_SPANS",
-                "trace_id": trace_id,
-            },
-        )
+        check_trace_spans(trace_id, count)
 
 
 def _row(team: Team, span: Span, size: int) -> OtelSpan:
