@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from evalsite_client import Client
 from evalsite_client.cli import main
+from evalsite_client.gate import BULK_CHUNK
 
 from tests.clients.pyclient import NOT_PASSING, PASSING, TASK, cli_env
 
@@ -304,3 +305,26 @@ def test_the_installed_evalsite_script_gates_in_a_subprocess(env, worker, make_r
 
     assert done.returncode == 1, done.stderr
     assert json.loads(done.stdout)["pass_rate"] == 0.0
+
+
+def test_a_refused_gate_line_is_named_by_its_line_number_and_exits_2(
+    env, team, make_rubric, tmp_path, capsys
+):
+    make_rubric()
+    path = tmp_path / "runs.jsonl"
+    robot = payload(PASSING, input={"messages": [{"role": "robot", "content": "hi"}]})
+    path.write_text(
+        json.dumps(payload(PASSING)) + "\n\n" + json.dumps(payload(PASSING)) + "\n"
+        + json.dumps(robot) + "\n"
+    )  # fmt: skip
+
+    assert main(["gate", str(path), "--rubric", "support-quality", "--min-pass-rate", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "field line 4 input.messages[0].role:" in err, err
+
+    # Past the first bulk chunk the line is still the file's, not the chunk's.
+    write_jsonl(path, [payload(PASSING)] * BULK_CHUNK + [robot])
+    assert main(["gate", str(path), "--rubric", "support-quality", "--min-pass-rate", "1"]) == 2
+    err = capsys.readouterr().err
+    assert f"field line {BULK_CHUNK + 1} input.messages[0].role:" in err, err
+    assert f"the {BULK_CHUNK} runs before these were stored" in err
