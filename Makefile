@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: run test test-fast test-only install install-run lint typecheck bench-throughput bench-pages bench-rescore clean
+.PHONY: run test test-fast test-only install install-run lint typecheck mastra-pack bench-throughput bench-pages bench-rescore clean
 
 # Installs with uv (from PyPI, into the virtualenv: about ten times faster than pip on a first
 # start, same pinned constraints); falls back to pip where uv cannot be installed or fails.
@@ -54,6 +54,12 @@ lint: install
 
 typecheck: install
 	$(BIN)/mypy evalsite teams rubrics runs reviews
+
+## Build the Mastra scorer (clients/mastra) and pack it into an installable tarball,
+## clients/mastra/evalsite-mastra-<version>.tgz: `npm install <that path> @mastra/core zod`.
+mastra-pack:
+	./scripts/ensure-node
+	cd clients/mastra && MASTRA_TELEMETRY_DISABLED=1 npm ci --no-audit --no-fund && MASTRA_TELEMETRY_DISABLED=1 npm pack
 
 bench-throughput: install
 	$(BIN)/python bench/throughput

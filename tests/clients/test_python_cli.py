@@ -5,6 +5,7 @@ installed console script in a subprocess."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 from evalsite_client import Client
 from evalsite_client.cli import main
+from evalsite_client.gate import BULK_CHUNK
 
 from tests.clients.pyclient import NOT_PASSING, PASSING, TASK, cli_env
 
@@ -304,3 +306,53 @@ def test_the_installed_evalsite_script_gates_in_a_subprocess(env, worker, make_r
 
     assert done.returncode == 1, done.stderr
     assert json.loads(done.stdout)["pass_rate"] == 0.0
+
+
+def test_a_refused_gate_line_is_named_by_its_line_number_and_exits_2(
+    env, team, make_rubric, tmp_path, capsys
+):
+    make_rubric()
+    path = tmp_path / "runs.jsonl"
+    robot = payload(PASSING, input={"messages": [{"role": "robot", "content": "hi"}]})
+    path.write_text(
+        json.dumps(payload(PASSING)) + "\n\n" + json.dumps(payload(PASSING)) + "\n"
+        + json.dumps(robot) + "\n"
+    )  # fmt: skip
+
+    assert main(["gate", str(path), "--rubric", "support-quality", "--min-pass-rate", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "field line 4 input.messages[0].role:" in err, err
+
+    # Past the first bulk chunk the line is still the file's, not the chunk's.
+    write_jsonl(path, [payload(PASSING)] * BULK_CHUNK + [robot])
+    assert main(["gate", str(path), "--rubric", "support-quality", "--min-pass-rate", "1"]) == 2
+    err = capsys.readouterr().err
+    assert f"field line {BULK_CHUNK + 1} input.messages[0].role:" in err, err
+    assert f"the {BULK_CHUNK} runs before these were stored" in err
+
+
+# --- a reader that stops early ----------------------------------------------------------------
+
+
+def test_export_into_a_pipe_closed_early_exits_141_without_a_traceback(env, client):
+    # Enough runs that the export outgrows the pipe (shrunk to one page) and stdout's buffer, so
+    # the CLI is still writing when the reader goes: `evalsite export | head -1`.
+    long = "Your refund for order number 1234 was sent. " * 8
+    client.create_runs_bulk([payload(long, external_id=f"pipe-{i}") for i in range(60)])
+    script = shutil.which("evalsite", path=str(Path(sys.executable).parent))
+    assert script, "the evalsite console script is not installed (make install)"
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)
+
+    with os.fdopen(read_end, "rb") as reader:
+        cli = subprocess.Popen(
+            [script, "export", "--agent", "cli"], stdout=write_end, stderr=subprocess.PIPE,
+            env=os.environ | env,
+        )  # fmt: skip
+        os.close(write_end)
+        first = reader.readline()
+    _, err = cli.communicate(timeout=60)
+
+    assert json.loads(first)["agent"] == "cli"
+    assert cli.returncode == 141, err.decode()
+    assert err == b""

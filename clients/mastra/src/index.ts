@@ -5,8 +5,10 @@
  * grouped with the other iterations of its loop by `metadata.loop_id`.
  *
  * It never reports a pass it did not get: an unreachable evalsite, an error answer, a failed
- * evaluation or a 202 ("still judging") makes the scorer throw an {@link EvalsiteScoreError},
- * which `isTaskComplete` counts as "not complete" and shows the agent as the reason.
+ * evaluation or a 202 ("still judging") makes the scorer's analyze step throw an
+ * {@link EvalsiteScoreError}; `scorer.run()` then rejects with Mastra's `ScorerRunError` (the
+ * evalsite error in its `cause` chain, see {@link evalsiteFailure}), which `isTaskComplete`
+ * counts as "not complete" and shows the agent as the reason.
  */
 
 import { createScorer } from '@mastra/core/evals';
@@ -54,7 +56,10 @@ export interface EvalsiteRubricScorerOptions {
   inline?: boolean;
   /** Seconds evalsite waits for the judge before answering 202 (1–120, default 30). */
   timeoutSeconds?: number;
-  /** The agent name stored with each run; default the agent's name Mastra reports. */
+  /**
+   * The agent name stored with each run; default the agent's name Mastra reports (in
+   * `isTaskComplete` and for a scorer on the agent; `runEvals` reports none: give it here).
+   */
   agent?: string;
   /** The scorer's id in Mastra; default `evalsite-rubric-<rubric>`. */
   id?: string;

@@ -21,6 +21,8 @@ export interface LoopRun {
   runId?: string;
   input?: unknown;
   output: unknown;
+  /** Set by Mastra for a live scorer of an agent (`scorers` on the agent): `{id, name}`. */
+  entity?: unknown;
 }
 
 export interface RunFields {
@@ -36,7 +38,7 @@ export function runFields(run: LoopRun): RunFields {
   const { messages, output } = isCompletionContext(input)
     ? loopIteration(input.messages, run.output)
     : { messages: inputMessages(input), output: outputOf(run.output) };
-  return { agent: agentName(input), input: { messages }, output, metadata: loopOf(run) };
+  return { agent: agentName(run), input: { messages }, output, metadata: loopOf(run) };
 }
 
 /**
@@ -108,10 +110,19 @@ function outputOf(output: unknown): string | Message[] {
   return output === undefined || output === null ? '' : JSON.stringify(output);
 }
 
-function agentName(input: unknown): string {
-  if (!isRecord(input)) return '';
+/**
+ * The agent's name as Mastra reports it: a live scorer's `entity` (`scorers` on the agent), or
+ * the completion context's `customContext` inside `isTaskComplete`. Mastra's `runEvals` reports
+ * none (its scorer runs carry only input, output, ground truth, request context and trace
+ * ids), so there the scorer's `agent` option names it.
+ */
+function agentName(run: LoopRun): string {
+  const entity = isRecord(run.entity) ? run.entity : {};
+  const input = isRecord(run.input) ? run.input : {};
   const context = isRecord(input.customContext) ? input.customContext : {};
-  return text(context.agentName) || text(context.agentId) || '';
+  return (
+    text(entity.name) || text(entity.id) || text(context.agentName) || text(context.agentId) || ''
+  );
 }
 
 // Mastra's `signal` messages are its own control messages (reminders it injects), not turns.

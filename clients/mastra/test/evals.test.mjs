@@ -5,7 +5,11 @@ import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import { test } from 'node:test';
 
+import { Mastra } from '@mastra/core';
 import { Agent } from '@mastra/core/agent';
+import { ScorerRunError, runEvals } from '@mastra/core/evals';
+import { MastraError } from '@mastra/core/error';
+import { InMemoryStore } from '@mastra/core/storage';
 
 import { createEvalsiteRubricScorer, evalsiteFailure } from '@evalsite/mastra';
 
@@ -39,6 +43,7 @@ async function failure(promise) {
     () => assert.fail('the scorer reported a result'),
     (e) => e,
   );
+  assert.ok(error instanceof ScorerRunError, `not Mastra's ScorerRunError: ${error?.stack ?? error}`);
   const found = evalsiteFailure(error);
   assert.ok(found, `not an evalsite failure: ${error?.stack ?? error}`);
   assert.ok(error.message.includes(found.message), error.message);
@@ -191,4 +196,63 @@ test('with evalsite down, an isTaskComplete loop never completes and tells the a
   assert.ok(checks.every((c) => c.passed === false), JSON.stringify(checks));
   assert.match(checks[0].results[0].reason, /evalsite is unreachable/);
   assert.equal(prompts.length, 2);
+});
+
+test('runEvals scores an agent’s answers in evalsite under the agent’s name', async () => {
+  const name = `mastra-runevals-${randomUUID()}`;
+  const { model } = scriptedModel([PASSING]);
+  const agent = new Agent({ id: 'support', name, instructions: 'You are a polite support agent.', model });
+  // runEvals hands a scorer no agent (only input, output, ground truth, request context and
+  // trace ids), so the name comes from the scorer's `agent` option.
+  const scorer = createEvalsiteRubricScorer({ ...server, agent: agent.name });
+
+  const result = await runEvals({ target: agent, data: [{ input: 'Where is my refund for order 1234?' }], scorers: [scorer] });
+
+  assert.equal(result.scores[scorer.id], 1);
+  const [stored] = await runsOf(server, name);
+  assert.equal(stored.agent, name);
+  assert.deepEqual(
+    stored.steps.map((s) => [s.source, s.role, s.text]),
+    [
+      ['input', 'system', 'You are a polite support agent.'],
+      ['input', 'user', 'Where is my refund for order 1234?'],
+      ['output', 'assistant', PASSING],
+    ],
+  );
+});
+
+test('runEvals with evalsite failing rejects with a MastraError that carries the evalsite failure', async () => {
+  const url = `http://127.0.0.1:${await closedPort()}`;
+  const { model } = scriptedModel([PASSING]);
+  const agent = new Agent({ id: 'support', name: 'support', instructions: 'Be brief.', model });
+  const scorer = createEvalsiteRubricScorer({ ...server, url });
+
+  const error = await runEvals({ target: agent, data: [{ input: 'Where is my refund?' }], scorers: [scorer] }).then(
+    () => assert.fail('runEvals reported a score'),
+    (e) => e,
+  );
+
+  assert.ok(error instanceof MastraError, String(error?.stack ?? error));
+  assert.equal(error.id, 'RUN_EXPERIMENT_SCORER_FAILED_TO_SCORE_RESULT');
+  assert.equal(evalsiteFailure(error)?.kind, 'unreachable');
+});
+
+test('a live scorer on an agent stores its runs under the name Mastra reports for the agent', async () => {
+  const name = `mastra-live-${randomUUID()}`;
+  const { model } = scriptedModel([PASSING]);
+  const scorer = createEvalsiteRubricScorer(server);
+  const agent = new Agent({ id: 'support', name, instructions: 'Be brief.', model, scorers: { rubric: { scorer } } });
+  new Mastra({ agents: { support: agent }, storage: new InMemoryStore() });
+
+  await agent.generate('Where is my refund for order 1234?');
+
+  // Mastra runs live scorers after the answer, without waiting for them: poll with a deadline.
+  const deadline = Date.now() + 30_000;
+  let runs = await runsOf(server, name);
+  while (runs.length === 0 && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    runs = await runsOf(server, name);
+  }
+  assert.equal(runs.length, 1, `no run stored under the agent's name ${name}`);
+  assert.ok(runs[0].steps.some((s) => s.source === 'output' && s.text === PASSING), JSON.stringify(runs[0].steps));
 });

@@ -137,6 +137,9 @@ def gate_runs(
     poll: float = 0.5,
     timeout: float | None = None,
 ) -> GateReport:
+    """Scores ``runs`` (run payloads) as one gate. Runs the API refuses raise
+    ``EvalsiteError`` with an item error per run, its ``index`` (and ``runs[i]`` field) the
+    run's position in ``runs``."""
     found, number = _version(client, rubric, version)
     rescore = number != found["current_version"]["number"]
     gate_id = uuid.uuid4().hex[:12]
@@ -175,13 +178,35 @@ def _push(
     run_ids: list[str] = []
     evaluation_ids: list[str] = []
     for start in range(0, len(payloads), BULK_CHUNK):
-        answer = client.create_runs_bulk(payloads[start : start + BULK_CHUNK])
+        try:
+            answer = client.create_runs_bulk(payloads[start : start + BULK_CHUNK])
+        except EvalsiteError as exc:
+            raise _from_start(exc, start) from exc
         for item in answer["items"]:
             run_ids.append(item["id"])
             evaluation_ids += [e["id"] for e in item["evaluations"] if e["kind"] == "rubric"]
         if progress:
             progress("pushing runs", len(run_ids), len(payloads))
     return run_ids, evaluation_ids
+
+
+def _from_start(exc: EvalsiteError, start: int) -> EvalsiteError:
+    """A chunk's refusal with its item errors' ``index`` and ``runs[i]`` counted from the
+    first of all the runs, not of the chunk; the chunks before it are stored."""
+    errors = [
+        e | {"index": e["index"] + start, "field": _shifted(str(e["field"]), e["index"] + start)}
+        if isinstance(e.get("index"), int)
+        else e
+        for e in exc.errors
+    ]
+    note = f"; the {start} runs before these were stored" if start else ""
+    field = errors[0]["field"] if errors else exc.field
+    return EvalsiteError(exc.status, exc.message + note, field, errors=errors, extra=exc.extra)
+
+
+def _shifted(field: str, index: int) -> str:
+    rest = field.split(".", 1)[1] if "." in field else ""
+    return f"runs[{index}].{rest}" if rest else f"runs[{index}]"
 
 
 def _awaited(

@@ -2,12 +2,15 @@
 
 Exit codes: 0 ok; 1 a failed result (a run that did not pass, a gate below its threshold,
 evaluations that failed); 2 a usage error or input the API refused (its message and field are
-printed); 3 evalsite could not answer (unreachable, 5xx after retries, still judging).
+printed); 3 evalsite could not answer (unreachable, 5xx after retries, still judging); 130
+interrupted; 141 stdout's reader went away (``evalsite export | head``), quietly, the status
+of a Unix tool ended by SIGPIPE.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -19,6 +22,7 @@ from . import commands, gate
 from .io import UsageError
 
 OK, FAILED, USAGE, UNAVAILABLE = 0, 1, 2, 3
+INTERRUPTED, READER_GONE = 130, 141  # 128 + SIGINT, 128 + SIGPIPE, as a shell reports them
 
 
 def parser() -> argparse.ArgumentParser:
@@ -49,7 +53,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     try:
         with Client(args.url, args.api_key, retries=args.retries, on_retry=_say_retry) as client:
-            return int(args.handler(client, args))
+            code = int(args.handler(client, args))
+            sys.stdout.flush()  # a reader gone before the last buffered lines shows here
+            return code
+    except BrokenPipeError:
+        return _reader_gone()
     except UsageError as exc:
         return _fail(USAGE, f"error: {exc}")
     except StillJudging as exc:
@@ -61,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EvalsiteError as exc:
         return _fail(USAGE if exc.is_input_error else UNAVAILABLE, *_describe(exc))
     except KeyboardInterrupt:
-        return _fail(130, "interrupted")
+        return _fail(INTERRUPTED, "interrupted")
 
 
 def _describe(exc: EvalsiteError) -> list[str]:
@@ -81,6 +89,17 @@ def _fail(code: int, *lines: str) -> int:
     for line in lines:
         print(line, file=sys.stderr)
     return code
+
+
+def _reader_gone() -> int:
+    """stdout's reader closed it early: stop without a word. stdout now points at /dev/null,
+    so the interpreter's last flush of what is still buffered cannot fail again on the way out."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # a stdout without a file descriptor: nothing to flush
+        pass
+    return READER_GONE
 
 
 def _say_retry(attempt: int, delay: float, reason: str) -> None:

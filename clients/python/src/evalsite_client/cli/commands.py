@@ -127,15 +127,9 @@ def _chunks(
 
 
 def _with_lines(exc: EvalsiteError, lines: list[int], stored: int) -> EvalsiteError:
-    """The API's item errors (``runs[3].output``) as the input's line numbers."""
-    errors = []
-    for e in exc.errors:
-        index = e.get("index")
-        where = f"line {lines[index]}" if isinstance(index, int) and index < len(lines) else "chunk"
-        field = str(e.get("field", "")).split(".", 1)[1] if "." in str(e.get("field", "")) else ""
-        errors.append({"field": f"{where} {field}".strip(), "message": e.get("message", "")})
+    """The API's item errors as the input's line numbers, and which lines were stored."""
     note = f" (lines {lines[0]}-{lines[-1]}; the {stored} runs before them were stored)"
-    return EvalsiteError(exc.status, exc.message + note, exc.field, errors=errors, extra=exc.extra)
+    return io.by_line(exc, lines, note)
 
 
 # --- rescore ------------------------------------------------------------------------------------

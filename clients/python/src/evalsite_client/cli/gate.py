@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from ..client import Client
+from ..errors import EvalsiteError
 from ..gate import GateReport, gate_golden, gate_runs, pct
 from . import io
 from .progress import Bar, enabled
@@ -49,16 +50,24 @@ def gate(client: Client, args: argparse.Namespace) -> int:
             client, rubric=args.rubric, version=args.version, progress=bar, timeout=args.timeout
         )
     else:
-        with io.opened(args.file) as handle:
-            runs = [run for _, run in io.jsonl(handle, args.file)]
-        report = gate_runs(
-            client, runs, rubric=args.rubric, version=args.version, progress=bar,
-            timeout=args.timeout,
-        )  # fmt: skip
+        report = _gate_file(client, args, bar)
     bar.close()
     out = report.as_json(args.min_pass_rate, args.min_criterion_pass_rate)
     print(json.dumps(out, indent=2) if args.json else table(report, out))
     return 0 if out["ok"] else 1
+
+
+def _gate_file(client: Client, args: argparse.Namespace, bar: Bar) -> GateReport:
+    with io.opened(args.file) as handle:
+        numbered = list(io.jsonl(handle, args.file))
+    try:
+        return gate_runs(
+            client, [run for _, run in numbered], rubric=args.rubric, version=args.version,
+            progress=bar, timeout=args.timeout,
+        )  # fmt: skip
+    except EvalsiteError as exc:
+        bar.close()
+        raise io.by_line(exc, [number for number, _ in numbered]) from exc
 
 
 def table(report: GateReport, out: dict[str, Any]) -> str:

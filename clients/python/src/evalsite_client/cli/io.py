@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
+from ..errors import EvalsiteError
+
 
 class UsageError(Exception):
     """A wrong command line or input file: exit code 2, the message says what to change."""
@@ -50,6 +52,21 @@ def jsonl(handle: TextIO, name: str) -> Iterator[tuple[int, dict[str, Any]]]:
         if not isinstance(value, dict):
             raise UsageError(f"{name} line {number}: expected a JSON object (a run payload)")
         yield number, value
+
+
+def by_line(exc: EvalsiteError, lines: list[int], note: str = "") -> EvalsiteError:
+    """The API's item errors (``runs[3].output``) named by the input's line numbers
+    (``line 5 output``): ``lines[i]`` is the line of the i-th run sent."""
+    errors: list[dict[str, Any]] = []
+    for e in exc.errors:
+        index, name = e.get("index"), str(e.get("field", ""))
+        if not (isinstance(index, int) and 0 <= index < len(lines)):
+            errors.append(e)  # not one run's error (a rubric, a whole request)
+            continue
+        rest = name.split(".", 1)[1] if "." in name else ""
+        errors.append({"field": f"line {lines[index]} {rest}".strip(), "message": e["message"]})
+    field = errors[0]["field"] if errors else exc.field
+    return EvalsiteError(exc.status, exc.message + note, field, errors=errors, extra=exc.extra)
 
 
 def count_lines(path: str) -> int | None:
