@@ -5,8 +5,9 @@ its root span. Its input is the agent span's ``gen_ai.input.messages`` (else the
 span's input) with the system instructions first; its output is everything after, in span start
 order: each chat span's new input messages (tool answers, further user turns) and its output
 messages, each ``execute_tool`` span as a call and its result, each nested agent span as a call
-of a tool named after that agent (what it did inside stays in its own spans), and finally the
-agent span's own output messages. A message, a tool call or a tool result seen twice (chat
+of a tool named after that agent (what it did inside stays in its own spans; a tool span that
+only runs a nested agent, a supervisor's delegation, is that call and lends it its call id), and
+finally the agent span's own output messages. A message, a tool call or a tool result seen twice (chat
 spans repeat the conversation so far; a call shows up both in a chat answer and as a tool span)
 is kept once: tool calls and results by call id, messages by role and text.
 """
@@ -118,18 +119,16 @@ def run_payload(agent: SpanLike, tree: Sequence[SpanLike]) -> dict[str, Any]:
     """The run payload (without ``rubric``) of an agent span and its descendants."""
     conversation = _Conversation()
     _initial_input(conversation, agent, tree)
-    skip: set[str] = set()
+    inside, delegations = _nested_agents(tree)
     for span in tree:
-        if span.parent_span_id in skip:
-            skip.add(span.span_id)  # inside a nested agent: that agent is one tool step
-            continue
+        if span.span_id in inside:
+            continue  # inside a nested agent: that agent is one tool step
         operation = operation_of(span.attributes)
-        if operation == TOOL:
+        if operation == TOOL and span.span_id not in delegations:
             _tool_span(conversation, span)
         elif operation == AGENT:
-            _nested_agent(conversation, span)
-            skip.add(span.span_id)
-        else:
+            _nested_agent(conversation, span, delegations.get(span.parent_span_id))
+        elif operation != TOOL:
             _chat_span(conversation, span)
     conversation.extend(genai_messages(agent.attributes.get("gen_ai.output.messages"), output=True))
     conversation.extend(event_messages(agent.events)[1])
@@ -237,13 +236,29 @@ def _tool_span(conversation: _Conversation, span: SpanLike) -> None:
     conversation.extend([tool_result(call_id, name, result, is_error=error)])
 
 
-def _nested_agent(conversation: _Conversation, span: SpanLike) -> None:
+def _nested_agents(tree: Sequence[S]) -> tuple[set[str], dict[str, S]]:
+    """(ids of the spans below a nested agent span, {tool span id: that tool span} of the tool
+    spans that only run a nested agent). Found by ancestry, not start order: timestamps in
+    milliseconds (Mastra's) let a child sort before its parent. A tool whose work is a nested
+    agent (a supervisor's delegation) is told once, as that agent's call."""
+    parent = {s.span_id: s.parent_span_id for s in tree}
+    agents = {s.span_id for s in tree if operation_of(s.attributes) == AGENT}
+    inside = {s.span_id for s in tree if _has_ancestor_in(s.span_id, parent, agents)}
+    tools = {s.span_id: s for s in tree if operation_of(s.attributes) == TOOL}
+    delegations = {
+        parent[a]: tools[parent[a]] for a in agents - inside if parent.get(a, "") in tools
+    }
+    return inside, delegations
+
+
+def _nested_agent(conversation: _Conversation, span: SpanLike, tool: SpanLike | None) -> None:
     name = span.attributes.get("gen_ai.agent.name") or span.name
     _, inputs = _span_inputs(span)
     outputs = genai_messages(span.attributes.get("gen_ai.output.messages"), output=True)
     task = next((m["content"] for m in reversed(inputs) if m.get("role") == "user"), "")
     answer = next((m["content"] for m in reversed(outputs) if m.get("role") == "assistant"), "")
-    call_id = f"agent:{span.span_id}"
+    tool_call_id = tool.attributes.get("gen_ai.tool.call.id") if tool is not None else None
+    call_id = str(tool_call_id) if tool_call_id not in (None, "") else f"agent:{span.span_id}"
     conversation.extend(
         [
             {
@@ -253,7 +268,8 @@ def _nested_agent(conversation: _Conversation, span: SpanLike) -> None:
             }
         ]
     )
-    conversation.extend([tool_result(call_id, name, answer, is_error=span.status == "error")])
+    error = span.status == "error" or (tool is not None and tool.status == "error")
+    conversation.extend([tool_result(call_id, name, answer, is_error=error)])
 
 
 class _Conversation:
