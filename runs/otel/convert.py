@@ -197,6 +197,8 @@ def _initial_input(conversation: _Conversation, agent: SpanLike, tree: Sequence[
     first_chat = next((s for s in tree if operation_of(s.attributes) not in (TOOL, AGENT)), None)
     if first_chat is not None:
         chat_system, chat_messages = _span_inputs(first_chat)
+        # The agent span may hold the user's task but not the system prompt it gave the model.
+        chat_system += [m for m in chat_messages if m.get("role") in ("system", "developer")]
         system = system or chat_system
         messages = messages or chat_messages
     has_system = any(m.get("role") in ("system", "developer") for m in messages)

@@ -226,3 +226,24 @@ def test_an_agent_under_a_request_span_is_assembled_when_the_root_arrives(send, 
     assert run.external_id == f"otel:{t}:{trace['agent'].span_id}"
     assert kinds(run) == EXPECTED
     assert OtelSpan.objects.get(span_id=root.span_id).assembled_at is not None  # pruned
+
+
+def test_the_system_prompt_only_the_first_chat_span_holds_leads_the_run_when_the_agent_span_has_its_own_input(
+    send, team
+):
+    t = new_trace_id()
+    agent = S("invoke_agent bot", t, start=0, end=20,
+              attributes={"gen_ai.operation.name": "invoke_agent",
+                          "gen_ai.input.messages": msgs(text("user", QUESTION))})  # fmt: skip
+    chat = S("chat", t, parent=agent.span_id, start=1, end=10,
+             attributes={"gen_ai.operation.name": "chat",
+                         "gen_ai.input.messages": msgs(text("system", "You are Acme support."),
+                                                       text("user", QUESTION)),
+                         "gen_ai.output.messages": msgs(text("assistant", ANSWER))})  # fmt: skip
+    send([chat, agent])
+
+    assert kinds(AgentRun.objects.get(team=team)) == [
+        ("message", "system", "You are Acme support."),
+        ("message", "user", QUESTION),
+        ("message", "assistant", ANSWER),
+    ]
