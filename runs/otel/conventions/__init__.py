@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
+from . import openinference, openllmetry
+
 
 class _Attributed(Protocol):
     name: str
@@ -28,6 +30,8 @@ class _Attributed(Protocol):
 # (name, recognises(span), genai_attributes(span)) in the order they are tried.
 Convention = tuple[str, Callable[[Any], bool], Callable[[Any], dict[str, Any]]]
 CONVENTIONS: list[Convention] = []
+CONVENTIONS.append(openinference.CONVENTION)
+CONVENTIONS.append(openllmetry.CONVENTION)
 
 
 def normalize(spans: Iterable[_Attributed]) -> None:
