@@ -37,6 +37,7 @@ from ..models import AgentRun
 from ..payloads import RunPayload
 from ..services.evaluations import lane
 from ..services.ingest import RunConflict, RunTooLarge, run_ingest
+from .conventions import normalize
 from .convert import (
     AGENT,
     agent_span_ids,
@@ -47,7 +48,6 @@ from .convert import (
     run_payload,
     service_name,
 )
-from .conventions import normalize
 from .decode import OtlpInvalid, Span
 from .models import OtelServiceRubric, OtelSpan
 
