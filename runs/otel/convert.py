@@ -9,7 +9,8 @@ of a tool named after that agent (what it did inside stays in its own spans; a t
 only runs a nested agent, a supervisor's delegation, is that call and lends it its call id), and
 finally the agent span's own output messages. A message, a tool call or a tool result seen twice (chat
 spans repeat the conversation so far; a call shows up both in a chat answer and as a tool span)
-is kept once: tool calls and results by call id, messages by role and text.
+is kept once: tool calls and results by call id, messages by role and text. A tool span with no
+call id answers the oldest call of that tool still without a result.
 """
 
 from __future__ import annotations
@@ -196,6 +197,8 @@ def _initial_input(conversation: _Conversation, agent: SpanLike, tree: Sequence[
     first_chat = next((s for s in tree if operation_of(s.attributes) not in (TOOL, AGENT)), None)
     if first_chat is not None:
         chat_system, chat_messages = _span_inputs(first_chat)
+        # The agent span may hold the user's task but not the system prompt it gave the model.
+        chat_system += [m for m in chat_messages if m.get("role") in ("system", "developer")]
         system = system or chat_system
         messages = messages or chat_messages
     has_system = any(m.get("role") in ("system", "developer") for m in messages)
@@ -213,9 +216,11 @@ def _chat_span(conversation: _Conversation, span: SpanLike) -> None:
 
 def _tool_span(conversation: _Conversation, span: SpanLike) -> None:
     attrs = span.attributes
-    call_id = attrs.get("gen_ai.tool.call.id")
-    call_id = str(call_id) if call_id not in (None, "") else f"span:{span.span_id}"
     name = attrs.get("gen_ai.tool.name") or span.name
+    call_id = attrs.get("gen_ai.tool.call.id")
+    if call_id in (None, ""):  # some frameworks' tool spans carry no call id
+        call_id = conversation.open_call(str(name)) or f"span:{span.span_id}"
+    call_id = str(call_id)
     arguments = attrs.get("gen_ai.tool.call.arguments")
     parsed = parse_json(arguments)
     conversation.extend(
@@ -281,6 +286,11 @@ class _Conversation:
         self._texts: set[str] = set()
         self._calls: set[str] = set()
         self._results: set[str] = set()
+        self._open: list[tuple[str, str]] = []  # (call id, tool name) of calls with no result
+
+    def open_call(self, name: str) -> str | None:
+        """The id of the oldest call of tool ``name`` that has no result yet."""
+        return next((cid for cid, tool in self._open if tool == name), None)
 
     def extend(self, messages: Iterable[Message]) -> None:
         for message in messages:
@@ -295,9 +305,13 @@ class _Conversation:
             if cid and cid in self._results:
                 return None
             self._results.add(cid)
+            self._open = [(c, tool) for c, tool in self._open if c != cid]
             return message
         calls = [c for c in message.get("tool_calls") or [] if c.get("id") not in self._calls]
         self._calls.update(c["id"] for c in calls if c.get("id"))
+        for c in calls:
+            if c.get("id"):
+                self._open.append((str(c["id"]), str((c.get("function") or {}).get("name"))))
         content = message.get("content")
         key = json.dumps([role, content], ensure_ascii=False, sort_keys=True)
         empty = content in (None, "", [])

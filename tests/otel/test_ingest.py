@@ -6,7 +6,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from runs.models import AgentRun, Evaluation, OtelSpan
-from tests.otel.otlp import ANSWER, QUESTION, S, msgs, new_trace_id, text, two_tool_trace
+from tests.otel.otlp import ANSWER, QUESTION, S, call, msgs, new_trace_id, text, two_tool_trace
 
 
 def kinds(run: AgentRun) -> list[tuple]:
@@ -226,3 +226,44 @@ def test_an_agent_under_a_request_span_is_assembled_when_the_root_arrives(send, 
     assert run.external_id == f"otel:{t}:{trace['agent'].span_id}"
     assert kinds(run) == EXPECTED
     assert OtelSpan.objects.get(span_id=root.span_id).assembled_at is not None  # pruned
+
+
+def test_the_system_prompt_only_the_first_chat_span_holds_leads_the_run_when_the_agent_span_has_its_own_input(
+    send, team
+):
+    t = new_trace_id()
+    agent = S("invoke_agent bot", t, start=0, end=20,
+              attributes={"gen_ai.operation.name": "invoke_agent",
+                          "gen_ai.input.messages": msgs(text("user", QUESTION))})  # fmt: skip
+    chat = S("chat", t, parent=agent.span_id, start=1, end=10,
+             attributes={"gen_ai.operation.name": "chat",
+                         "gen_ai.input.messages": msgs(text("system", "You are Acme support."),
+                                                       text("user", QUESTION)),
+                         "gen_ai.output.messages": msgs(text("assistant", ANSWER))})  # fmt: skip
+    send([chat, agent])
+
+    assert kinds(AgentRun.objects.get(team=team)) == [
+        ("message", "system", "You are Acme support."),
+        ("message", "user", QUESTION),
+        ("message", "assistant", ANSWER),
+    ]
+
+
+def test_a_tool_span_without_a_call_id_answers_the_open_call_of_that_tool(send, team):
+    t = new_trace_id()
+    agent = S("agent", t, start=0, end=40, attributes={"gen_ai.operation.name": "invoke_agent"})
+    chat = S("chat", t, parent=agent.span_id, start=1, end=10,
+             attributes={"gen_ai.operation.name": "chat",
+                         "gen_ai.input.messages": msgs(text("user", QUESTION)),
+                         "gen_ai.output.messages": msgs(call("c7", "lookup_order", {"order": 77}))})  # fmt: skip
+    tool = S("lookup_order.tool", t, parent=agent.span_id, start=11, end=20,
+             attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup_order",
+                         "gen_ai.tool.call.arguments": '{"order": 77}',
+                         "gen_ai.tool.call.result": "delivered"})  # fmt: skip
+    send([chat, tool, agent])
+
+    assert kinds(AgentRun.objects.get(team=team)) == [
+        ("message", "user", QUESTION),
+        ("call", "lookup_order", "c7", {"order": 77}),
+        ("result", "lookup_order", "c7", "delivered", False),
+    ]

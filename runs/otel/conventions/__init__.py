@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
-from . import mastra
+from . import mastra, openinference, openllmetry
 
 
 class _Attributed(Protocol):
@@ -31,6 +31,8 @@ class _Attributed(Protocol):
 Convention = tuple[str, Callable[[Any], bool], Callable[[Any], dict[str, Any]]]
 CONVENTIONS: list[Convention] = [
     mastra.CONVENTION,
+    openinference.CONVENTION,
+    openllmetry.CONVENTION,
 ]
 
 
