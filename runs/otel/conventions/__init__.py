@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
+from . import vercel_ai
+
 
 class _Attributed(Protocol):
     name: str
@@ -27,7 +29,9 @@ class _Attributed(Protocol):
 
 # (name, recognises(span), genai_attributes(span)) in the order they are tried.
 Convention = tuple[str, Callable[[Any], bool], Callable[[Any], dict[str, Any]]]
-CONVENTIONS: list[Convention] = []
+CONVENTIONS: list[Convention] = [
+    vercel_ai.CONVENTION,
+]
 
 
 def normalize(spans: Iterable[_Attributed]) -> None:
