@@ -28,6 +28,7 @@ from ninja.parser import Parser
 from runs.scoring.redact import internal_error, new_ref, tenant_error
 from teams.api import api_auth
 
+from .bodies import TRUNCATED
 from .errors import AppError, FieldErrors, TooLarge
 from .throttle import api_throttle
 
@@ -55,11 +56,13 @@ class PayloadTooLarge(TooLarge):
     documented limit (the setting's value) and the setting, not the raw byte margin kept for
     escaped text; ``extra`` carries both."""
 
-    def __init__(self, length: int, limit: int, setting: str) -> None:
+    def __init__(self, length: int, limit: int, setting: str, *, truncated: bool = False) -> None:
         documented = getattr(settings, setting)
         kind = "a bulk request" if setting == "EVALSITE_MAX_BULK_BYTES" else "a run"
+        # A chunked body is read only up to the largest limit: its length is a lower bound.
+        size = f"over {length - 1:,}" if truncated else f"{length:,}"
         super().__init__(
-            f"request body is {length:,} bytes; the limit for {kind} is {documented:,} bytes "
+            f"request body is {size} bytes; the limit for {kind} is {documented:,} bytes "
             f"({setting})",
             extra={"limit": documented, "setting": setting, "body_limit": limit},
         )
@@ -128,7 +131,9 @@ class EvalsiteAPI(NinjaAPI):
             length = 0
         limit, setting = body_limit(request)
         if length > limit:
-            raise PayloadTooLarge(length, limit, setting)
+            raise PayloadTooLarge(
+                length, limit, setting, truncated=bool(request.META.get(TRUNCATED))
+            )
         _check_query(request)
         return super().create_temporal_response(request)
 

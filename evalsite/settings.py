@@ -60,6 +60,8 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    # Before staticfiles: its runserver (static files and chunked request bodies) wins.
+    "evalsite",
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "django_htmx",
@@ -332,6 +334,12 @@ EVALSITE_OTEL_ASSEMBLE_DELAY = env_float("EVALSITE_OTEL_ASSEMBLE_DELAY", 2.0)
 # Hours a staged span is kept: spans of traces with no agent span, and the ids of assembled
 # ones (so a retried export stores nothing twice).
 EVALSITE_OTEL_SPAN_TTL_HOURS = env_float("EVALSITE_OTEL_SPAN_TTL_HOURS", 24.0)
+# Work per export stays bounded: attributes and events per span (the OpenTelemetry SDKs keep
+# 128 of each by default), and spans per trace (staged and arriving together). Over one, the
+# export is a 413 naming the setting and nothing of it is stored.
+EVALSITE_OTEL_MAX_ATTRIBUTES = env_int("EVALSITE_OTEL_MAX_ATTRIBUTES", 1_000)
+EVALSITE_OTEL_MAX_EVENTS = env_int("EVALSITE_OTEL_MAX_EVENTS", 1_000)
+EVALSITE_OTEL_MAX_TRACE_SPANS = env_int("EVALSITE_OTEL_MAX_TRACE_SPANS", 5_000)
 
 # --- Judge budgets (runs/services/budget.py) -----------------------------------------------
 # Seconds between runs of the budget beat task: expired reservations are given back and

@@ -44,6 +44,21 @@ class UnsupportedMediaType(AppError):
     status = 415
 
 
+def _check_counts(where: str, attributes: int, events: int) -> None:
+    """A span with more attributes or events than the settings allow: 413 naming them."""
+    for count, setting, what in (
+        (attributes, "EVALSITE_OTEL_MAX_ATTRIBUTES", "attributes"),
+        (events, "EVALSITE_OTEL_MAX_EVENTS", "events"),
+    ):
+        limit = getattr(settings, setting)
+        if count > limit:
+            raise TooLarge(
+                f"{where} has {count:,} {what}; the limit is {limit:,} ({setting}): nothing of "
+                "this export was stored",
+                extra={"limit": limit, "setting": setting, "field": where},
+            )
+
+
 @dataclass(slots=True)
 class Span:
     trace_id: str
@@ -75,17 +90,22 @@ def export_decode(body: bytes, content_type: str, encoding: str = "") -> list[Sp
 def _decompress(body: bytes, encoding: str) -> bytes:
     if encoding in ("", "identity"):
         return body
-    if encoding != "gzip":
-        raise UnsupportedMediaType(f"Content-Encoding {encoding!r} is not supported: use gzip")
-    # Bounded like a plain body: a small gzip bomb must not become a huge one.
+    if encoding not in ("gzip", "x-gzip", "deflate"):
+        raise UnsupportedMediaType(
+            f"Content-Encoding {encoding!r} is not supported: use gzip or deflate",
+            extra={"accepted": ["gzip", "deflate"]},
+        )
+    # Bounded like a plain body: a small gzip bomb must not become a huge one. "deflate" is
+    # zlib-wrapped (RFC 9110), though some clients send raw deflate: both are read.
     limit = settings.EVALSITE_MAX_BULK_BYTES
+    wbits = 31 if encoding != "deflate" else (15 if body[:1] == b"\x78" else -15)
     try:
-        out = zlib.decompressobj(wbits=31).decompress(body, limit + 1)
+        out = zlib.decompressobj(wbits=wbits).decompress(body, limit + 1)
     except (zlib.error, gzip.BadGzipFile) as exc:
-        raise OtlpInvalid(f"the gzip body is corrupt: {exc}") from exc
+        raise OtlpInvalid(f"the {encoding} body is corrupt: {exc}") from exc
     if len(out) > limit:
         raise TooLarge(
-            f"the gzip body expands past {limit:,} bytes (EVALSITE_MAX_BULK_BYTES)",
+            f"the {encoding} body expands past {limit:,} bytes (EVALSITE_MAX_BULK_BYTES)",
             extra={"limit": limit},
         )
     return out
@@ -105,6 +125,7 @@ def _from_protobuf(body: bytes) -> list[Span]:
         for s, ss in enumerate(rs.scope_spans):
             for i, sp in enumerate(ss.spans):
                 where = f"resourceSpans[{r}].scopeSpans[{s}].spans[{i}]"
+                _check_counts(where, len(sp.attributes), len(sp.events))
                 spans.append(
                     Span(
                         trace_id=_proto_id(sp.trace_id, 16, f"{where}.traceId"),
@@ -189,6 +210,7 @@ def _from_json(body: bytes) -> list[Span]:
 
 def _json_span(sp: dict[str, Any], where: str, resource: dict[str, Any]) -> Span:
     status = _object(_get(sp, "status") or {}, f"{where}.status")
+    _check_counts(where, len(_list(sp, "attributes", where)), len(_list(sp, "events", where)))
     return Span(
         trace_id=_hex_id(_get(sp, "traceId"), _HEX_TRACE, f"{where}.traceId", required=True),
         span_id=_hex_id(_get(sp, "spanId"), _HEX_SPAN, f"{where}.spanId", required=True),

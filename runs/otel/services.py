@@ -37,6 +37,7 @@ from ..models import AgentRun
 from ..payloads import RunPayload
 from ..services.evaluations import lane
 from ..services.ingest import RunConflict, RunTooLarge, run_ingest
+from .conventions import normalize
 from .convert import (
     AGENT,
     agent_span_ids,
@@ -47,7 +48,6 @@ from .convert import (
     run_payload,
     service_name,
 )
-from .conventions import normalize
 from .decode import OtlpInvalid, Span
 from .models import OtelServiceRubric, OtelSpan
 
@@ -154,20 +154,42 @@ def _assembled_ancestor(
 
 
 def _check_sizes(team: Team, new: list[tuple[Span, int]]) -> None:
+    """Each trace's staged and incoming spans: at most EVALSITE_MAX_RUN_BYTES of attributes and
+    events, and at most EVALSITE_OTEL_MAX_TRACE_SPANS spans."""
     incoming: dict[str, int] = {}
+    counts: dict[str, int] = {}
     for span, size in new:
         incoming[span.trace_id] = incoming.get(span.trace_id, 0) + size
+        counts[span.trace_id] = counts.get(span.trace_id, 0) + 1
     limit = settings.EVALSITE_MAX_RUN_BYTES
     for trace_id, size in incoming.items():
         if size > limit:
             raise TraceTooLarge(trace_id, size)
+        _check_span_count(trace_id, counts[trace_id])
     staged = OtelSpan.objects.filter(
         team=team, trace_id__in=list(incoming), assembled_at__isnull=True
     ).values_list("trace_id", "size")
     for trace_id, size in staged:
         incoming[trace_id] += size
+        counts[trace_id] += 1
         if incoming[trace_id] > limit:
             raise TraceTooLarge(trace_id, incoming[trace_id])
+    for trace_id, count in counts.items():
+        _check_span_count(trace_id, count)
+
+
+def _check_span_count(trace_id: str, count: int) -> None:
+    limit = settings.EVALSITE_OTEL_MAX_TRACE_SPANS
+    if count > limit:
+        raise TooLarge(
+            f"trace {trace_id} has {count:,} spans; the limit is {limit:,} "
+            "(EVALSITE_OTEL_MAX_TRACE_SPANS): nothing of this export was stored",
+            extra={
+                "limit": limit,
+                "setting": "EVALSITE_OTEL_MAX_TRACE_SPANS",
+                "trace_id": trace_id,
+            },
+        )
 
 
 def _row(team: Team, span: Span, size: int) -> OtelSpan:
