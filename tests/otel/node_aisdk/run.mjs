@@ -184,15 +184,16 @@ async function main(env) {
   const { provider, memory } = setUp(env, failures);
   const stream = env.STREAM_RUBRIC ? { 'evalsite.rubric': env.STREAM_RUBRIC } : {};
   const out = { generate: await runGenerate({}), stream: await runStream(stream) };
-  await provider.forceFlush();
+  // forceFlush rejects when an export fails; `failures` also has the scheduled exports' ones.
+  await provider.forceFlush().catch((error) => failures.push(...[error].flat()));
   if (env.CAPTURE_FILE) {
     const body = JsonTraceSerializer.serializeRequest(memory.getFinishedSpans());
     writeFileSync(env.CAPTURE_FILE, JSON.stringify(JSON.parse(new TextDecoder().decode(body)), null, 1) + '\n');
   }
-  await provider.shutdown();
+  await provider.shutdown().catch((error) => failures.push(...[error].flat()));
   console.log(JSON.stringify(out));
   if (failures.length) {
-    console.error(`export failed: ${failures.map((e) => e.message).join('; ')}`);
+    console.error(`export failed: ${failures.map((e) => e?.message ?? String(e)).join('; ')}`);
     process.exitCode = 1;
   }
 }
