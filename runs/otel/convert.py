@@ -99,7 +99,14 @@ def descendants(agent_id: str, spans: Sequence[S]) -> list[S]:
                 seen.add(child.span_id)
                 out.append(child)
                 stack.append(child.span_id)
-    return sorted(out, key=lambda s: (s.start_ns, s.end_ns, s.span_id))
+    return sorted(out, key=_start_order)
+
+
+def _start_order(span: SpanLike) -> tuple[int, bool, int, str]:
+    # JavaScript SDKs start spans with millisecond precision: a quick tool and the model call
+    # that asked for it (or the next one) often start in the same millisecond. The model call
+    # goes first: its input repeats the conversation so far, so the order stays right either way.
+    return (span.start_ns, operation_of(span.attributes) == TOOL, span.end_ns, span.span_id)
 
 
 def rubric_ref(agent: SpanLike) -> str | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
-from . import mastra, openinference, openllmetry
+from . import mastra, openinference, openllmetry, vercel_ai
 
 
 class _Attributed(Protocol):
@@ -31,6 +31,7 @@ class _Attributed(Protocol):
 Convention = tuple[str, Callable[[Any], bool], Callable[[Any], dict[str, Any]]]
 CONVENTIONS: list[Convention] = [
     mastra.CONVENTION,
+    vercel_ai.CONVENTION,
     openinference.CONVENTION,
     openllmetry.CONVENTION,
 ]
