@@ -42,7 +42,7 @@ def no_content(trace_id: str, span_id: str, spans: int) -> Rejection:
     )
 
 
-def late(trace_id: str, span_id: str, spans: int, agent_id: str) -> Rejection:
+def late(trace_id: str, span_id: str, spans: int, under: str) -> Rejection:
     window = settings.EVALSITE_OTEL_LATE_WINDOW
     return Rejection(
         RejectionKind.LATE,
@@ -50,8 +50,8 @@ def late(trace_id: str, span_id: str, spans: int, agent_id: str) -> Rejection:
         span_id,
         spans,
         f"trace {trace_id} span {span_id}: arrived more than {window:g} s "
-        f"(EVALSITE_OTEL_LATE_WINDOW) after the run of agent span {agent_id} was assembled; "
-        "not added to it",
+        f"(EVALSITE_OTEL_LATE_WINDOW) after the run it belongs to (with span {under} above it) "
+        "was assembled; not added to it",
     )
 
 
