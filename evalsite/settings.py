@@ -340,6 +340,12 @@ EVALSITE_OTEL_SPAN_TTL_HOURS = env_float("EVALSITE_OTEL_SPAN_TTL_HOURS", 24.0)
 EVALSITE_OTEL_MAX_ATTRIBUTES = env_int("EVALSITE_OTEL_MAX_ATTRIBUTES", 1_000)
 EVALSITE_OTEL_MAX_EVENTS = env_int("EVALSITE_OTEL_MAX_EVENTS", 1_000)
 EVALSITE_OTEL_MAX_TRACE_SPANS = env_int("EVALSITE_OTEL_MAX_TRACE_SPANS", 5_000)
+# Seconds an assembled run's spans keep their content: a span of its agent arriving this long
+# after the run was assembled (a straggler) is merged into it and the run judged again; later
+# ones are rejected. Keep it well under the spans' time to live.
+EVALSITE_OTEL_LATE_WINDOW = env_float("EVALSITE_OTEL_LATE_WINDOW", 600.0)
+# Each team's newest OTLP rejections kept (GET /api/otel/rejections, the OpenTelemetry page).
+EVALSITE_OTEL_REJECTIONS_KEPT = env_int("EVALSITE_OTEL_REJECTIONS_KEPT", 500)
 
 # --- Judge budgets (runs/services/budget.py) -----------------------------------------------
 # Seconds between runs of the budget beat task: expired reservations are given back and

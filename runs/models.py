@@ -492,4 +492,4 @@ from .models_rollup import (  # noqa: E402,F401
     RunDayRollup,
     VersionRollup,
 )
-from .otel.models import OtelServiceRubric, OtelSpan  # noqa: E402,F401
+from .otel.models import OtelRejection, OtelServiceRubric, OtelSpan  # noqa: E402,F401

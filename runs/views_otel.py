@@ -1,5 +1,6 @@
 """Team settings for OpenTelemetry ingest: the default rubric per ``service.name`` (the same
-rule as PUT /api/otel/services). Everyone in the team reads it; owners change it."""
+rule as PUT /api/otel/services), and the newest rejections (GET /api/otel/rejections). Everyone
+in the team reads it; owners change it."""
 
 from __future__ import annotations
 
@@ -11,12 +12,16 @@ from django.views.decorators.http import require_GET, require_POST
 
 from teams.access import TeamRequest, owner_required, team_required
 
+from .otel.rejections import otel_rejections_list
 from .otel.services import (
     ServiceRubricError,
     otel_rubric_choices,
     otel_service_set,
     otel_services_list,
 )
+
+# The page lists this many of the newest rejections; the API pages through all those kept.
+PAGE_REJECTIONS = 50
 
 
 class ServiceRubricForm(forms.Form):
@@ -37,6 +42,7 @@ def _page(request: TeamRequest, form: ServiceRubricForm, status: int = 200) -> H
         "form": form,
         "choices": otel_rubric_choices(team=request.team),
         "is_owner": request.membership.role == "owner",
+        "rejections": otel_rejections_list(team=request.team, limit=PAGE_REJECTIONS),
     }
     return render(request, "runs/otel_services.html", context, status=status)
 

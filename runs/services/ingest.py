@@ -229,6 +229,27 @@ def run_same_or_conflict(existing: AgentRun, digest: str) -> AgentRun:
     return existing
 
 
+def run_content(payload: RunPayload) -> dict[str, Any]:
+    """A run's content fields from its payload, the texts and steps the scorers read included."""
+    messages = _messages(payload)
+    output = _output(payload)
+    steps = normalise(messages, output)
+    task, system, final = final_texts(steps)
+    return {
+        "agent": payload.agent,
+        "input": payload.input.model_dump(mode="json"),
+        "output": output,
+        "request_context": payload.request_context,
+        "metadata": payload.metadata,
+        "task_text": task,
+        "system_text": system,
+        "output_text": final,
+        "steps": steps,
+        "flagged_steps": flagged(steps),
+        "expected_output": payload.expected_output,
+    }
+
+
 def run_build(
     team: Team,
     payload: RunPayload,
@@ -243,25 +264,11 @@ def run_build(
     """The unsaved run and its unsaved queued evaluations (none when its rubric's sampling
     leaves it out, unless ``sample`` is False: status not_sampled, the decision on
     ``run.sampling``)."""
-    messages = _messages(payload)
-    output = _output(payload)
-    steps = normalise(messages, output)
-    task, system, final = final_texts(steps)
     run = AgentRun(
         id=uuid.uuid4(),
         team=team,
         external_id=payload.external_id,
-        agent=payload.agent,
-        input=payload.input.model_dump(mode="json"),
-        output=output,
-        request_context=payload.request_context,
-        metadata=payload.metadata,
-        task_text=task,
-        system_text=system,
-        output_text=final,
-        steps=steps,
-        flagged_steps=flagged(steps),
-        expected_output=payload.expected_output,
+        **run_content(payload),
         content_hash=digest,
         rubric=rubric,
         alignment_mode=payload.alignment
@@ -290,7 +297,7 @@ def runs_store(built: list[tuple[AgentRun, list[Evaluation]]], *, enqueue: bool 
     runs = [run for run, _ in built]
     rawsql.insert(runs)  # hand-written: every stored run makes these two inserts
     rollup_runs_added(runs=runs)
-    tools = [tool for run in runs for tool in _tools(run)]
+    tools = [tool for run in runs for tool in run_tools(run)]
     if tools:
         RunTool.objects.bulk_create(tools)
     evaluations = [e for _, es in built for e in es]
@@ -299,7 +306,7 @@ def runs_store(built: list[tuple[AgentRun, list[Evaluation]]], *, enqueue: bool 
         evaluations_enqueue(e.id for e in evaluations)
 
 
-def _tools(run: AgentRun) -> list[RunTool]:
+def run_tools(run: AgentRun) -> list[RunTool]:
     """One row per distinct tool the run called, with how many times."""
     calls: dict[str, int] = {}
     for step in run.steps:
