@@ -38,7 +38,7 @@ def no_content(trace_id: str, span_id: str, spans: int) -> Rejection:
         f"trace {trace_id} span {span_id}: no input and no output messages to judge in the agent "
         "span and its descendants (no GenAI attributes or events: set the instrumentation's "
         "message content capture on, e.g. OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT="
-        f"true; see {DOCS}); no run was made",
+        f"SPAN_ONLY for the OpenTelemetry Python instrumentations; see {DOCS}); no run was made",
     )
 
 
