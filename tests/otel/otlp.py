@@ -264,3 +264,51 @@ def two_tool_trace(trace_id: str | None = None, *, rubric: str | None = None) ->
         "tool2": tool2,
         "chat3": chat3,
     }
+
+
+# --- Captured spans (written by the real libraries), replayed --------------------------------
+
+CAPTURES = {
+    "openai-v2": "tests/otel/spans/genai.json",
+    "openinference": "tests/otel/spans/openinference.json",
+    "openllmetry": "tests/otel/spans/openllmetry.json",
+    "aisdk": "tests/otel/node_aisdk/spans.otlp.json",
+    "mastra": "tests/otel/mastra_spans.json",
+}
+
+
+def captured(name: str, root: Any) -> tuple[list[S], dict[str, Any]]:
+    """A capture's spans as S (times in ms after the first span's start, ids as captured) and
+    its resource. ``root``: the repository's folder."""
+    from runs.otel.decode import Span, export_decode
+
+    raw = (root / CAPTURES[name]).read_bytes()
+    data = json.loads(raw)
+    if isinstance(data, list):
+        spans = [Span(**item) for item in data]
+    else:
+        spans = export_decode(raw, "application/json")
+    base = min(s.start_ns for s in spans)
+    out = [
+        S(
+            s.name,
+            s.trace_id,
+            span_id=s.span_id,
+            parent=s.parent_span_id,
+            attributes=s.attributes,
+            events=[(e["name"], e.get("attributes") or {}) for e in s.events],
+            start=(s.start_ns - base) // 1_000_000,
+            end=max((s.end_ns - base) // 1_000_000, (s.start_ns - base) // 1_000_000 + 1),
+            error=s.status_message if s.status == "error" else None,
+        )
+        for s in spans
+    ]
+    return out, spans[0].resource
+
+
+def with_new_traces(spans: list[S]) -> list[S]:
+    """The same spans under fresh trace ids (one per trace of the capture)."""
+    fresh: dict[str, str] = {}
+    return [
+        S(**{**s.__dict__, "trace_id": fresh.setdefault(s.trace_id, new_trace_id())}) for s in spans
+    ]
