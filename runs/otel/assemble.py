@@ -33,8 +33,8 @@ from ..payloads import RunPayload
 from ..services.ingest import RunConflict, RunTooLarge, run_ingest
 from ..services.replace import run_content_replace, run_rejudge
 from . import rejections as say
+from .bounds import OtlpInvalid
 from .convert import agent_span_ids, descendants, rubric_ref, run_payload, service_name
-from .decode import OtlpInvalid
 from .models import OtelServiceRubric, OtelSpan, RejectionKind
 
 logger = logging.getLogger(__name__)

@@ -10,22 +10,17 @@ their names, bytes their base64 text.
 from __future__ import annotations
 
 import base64
-import gzip
 import json
 import math
 import re
-import zlib
-from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
-from evalsite.errors import AppError, TooLarge
+from .bounds import OtlpInvalid, UnsupportedMediaType, check_export_traces, check_span, decompress
 
 JSON_TYPE = "application/json"
 PROTOBUF_TYPES = ("application/x-protobuf", "application/protobuf")
@@ -36,29 +31,6 @@ STATUS_NAMES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR"
 _HEX_TRACE = re.compile(r"[0-9a-fA-F]{32}")
 _HEX_SPAN = re.compile(r"[0-9a-fA-F]{16}")
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
-class OtlpInvalid(AppError):
-    """The export is not valid OTLP (400); the message says what and where."""
-
-
-class UnsupportedMediaType(AppError):
-    status = 415
-
-
-def _check_counts(where: str, attributes: int, events: int) -> None:
-    """A span with more attributes or events than the settings allow: 413 naming them."""
-    for count, setting, what in (
-        (attributes, "EVALSITE_OTEL_MAX_ATTRIBUTES", "attributes"),
-        (events, "EVALSITE_OTEL_MAX_EVENTS", "events"),
-    ):
-        limit = getattr(settings, setting)
-        if count > limit:
-            raise TooLarge(
-                f"{where} has {count:,} {what}; the limit is {limit:,} ({setting}): nothing of "
-                "this export was stored",
-                extra={"limit": limit, "setting": setting, "field": where},
-            )
 
 
 @dataclass(slots=True)
@@ -85,54 +57,8 @@ def export_decode(body: bytes, content_type: str, encoding: str = "") -> list[Sp
             f"{PROTOBUF_TYPES[0]}",
             extra={"accepted": [JSON_TYPE, PROTOBUF_TYPES[0]]},
         )
-    body = _decompress(body, encoding.strip().lower())
+    body = decompress(body, encoding.strip().lower())
     return _from_json(body) if kind == JSON_TYPE else _from_protobuf(body)
-
-
-def _decompress(body: bytes, encoding: str) -> bytes:
-    if encoding in ("", "identity"):
-        return body
-    if encoding not in ("gzip", "x-gzip", "deflate"):
-        raise UnsupportedMediaType(
-            f"Content-Encoding {encoding!r} is not supported: use gzip or deflate",
-            extra={"accepted": ["gzip", "deflate"]},
-        )
-    # Bounded like a plain body: a small gzip bomb must not become a huge one. "deflate" is
-    # zlib-wrapped (RFC 9110), though some clients send raw deflate: both are read.
-    limit = settings.EVALSITE_MAX_BULK_BYTES
-    wbits = 31 if encoding != "deflate" else (15 if body[:1] == b"\x78" else -15)
-    try:
-        out = zlib.decompressobj(wbits=wbits).decompress(body, limit + 1)
-    except (zlib.error, gzip.BadGzipFile) as exc:
-        raise OtlpInvalid(f"the {encoding} body is corrupt: {exc}") from exc
-    if len(out) > limit:
-        raise TooLarge(
-            f"the {encoding} body expands past {limit:,} bytes (EVALSITE_MAX_BULK_BYTES)",
-            extra={"limit": limit},
-        )
-    return out
-
-
-def _check_trace_spans(trace_ids: Iterable[bytes]) -> None:
-    """An export bringing more spans of one trace than a trace may have is refused before its
-    spans are converted (runs.otel.services counts the staged ones too)."""
-    for trace_id, count in Counter(trace_ids).items():
-        check_trace_spans(trace_id.hex(), count)
-
-
-def check_trace_spans(trace_id: str, count: int) -> None:
-    """A trace of more than EVALSITE_OTEL_MAX_TRACE_SPANS spans: 413 naming it."""
-    limit = settings.EVALSITE_OTEL_MAX_TRACE_SPANS
-    if count > limit:
-        raise TooLarge(
-            f"trace {trace_id} has {count:,} spans; the limit is {limit:,} "
-            "(EVALSITE_OTEL_MAX_TRACE_SPANS): nothing of this export was stored",
-            extra={
-                "limit": limit,
-                "setting": "EVALSITE_OTEL_MAX_TRACE_SPANS",
-                "trace_id": trace_id,
-            },
-        )
 
 
 # --- protobuf -------------------------------------------------------------------------------------
@@ -143,7 +69,7 @@ def _from_protobuf(body: bytes) -> list[Span]:
         request = ExportTraceServiceRequest.FromString(body)
     except (DecodeError, RecursionError, ValueError) as exc:
         raise OtlpInvalid(f"not an OTLP ExportTraceServiceRequest (protobuf): {exc}") from exc
-    _check_trace_spans(
+    check_export_traces(
         sp.trace_id for rs in request.resource_spans for ss in rs.scope_spans for sp in ss.spans
     )
     spans = []
@@ -152,7 +78,7 @@ def _from_protobuf(body: bytes) -> list[Span]:
         for s, ss in enumerate(rs.scope_spans):
             for i, sp in enumerate(ss.spans):
                 where = f"resourceSpans[{r}].scopeSpans[{s}].spans[{i}]"
-                _check_counts(where, len(sp.attributes), len(sp.events))
+                check_span(where, len(sp.attributes), len(sp.events))
                 spans.append(
                     Span(
                         trace_id=_proto_id(sp.trace_id, 16, f"{where}.traceId"),
@@ -237,7 +163,7 @@ def _from_json(body: bytes) -> list[Span]:
 
 def _json_span(sp: dict[str, Any], where: str, resource: dict[str, Any]) -> Span:
     status = _object(_get(sp, "status") or {}, f"{where}.status")
-    _check_counts(where, len(_list(sp, "attributes", where)), len(_list(sp, "events", where)))
+    check_span(where, len(_list(sp, "attributes", where)), len(_list(sp, "events", where)))
     return Span(
         trace_id=_hex_id(_get(sp, "traceId"), _HEX_TRACE, f"{where}.traceId", required=True),
         span_id=_hex_id(_get(sp, "spanId"), _HEX_SPAN, f"{where}.spanId", required=True),

@@ -38,6 +38,7 @@ from teams.models import Team
 from ..services.evaluations import lane
 from . import rejections as say
 from .assemble import PRUNED, assembled_above, otel_trace_assemble, rubric_named
+from .bounds import check_trace_spans
 from .conventions import normalize
 from .convert import (
     AGENT,
@@ -48,7 +49,7 @@ from .convert import (
     rubric_ref,
     run_payload,
 )
-from .decode import Span, check_trace_spans
+from .decode import Span
 from .models import OtelSpan
 from .service_rubrics import (  # noqa: F401 - the views and API import them from here
     ServiceRubricError,
