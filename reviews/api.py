@@ -77,8 +77,14 @@ def _rubric_id(c: Caller, ref: str | None) -> Any:
 
 
 def _result(run: Any) -> dict[str, Any]:
-    run.refresh_from_db(fields=["passed", "score", "alignment_score"])
-    return {"passed": run.passed, "score": run.score, "alignment_score": run.alignment_score}
+    """The run's result after a change, as every surface shows it (AgentRun.result)."""
+    run.refresh_from_db(fields=["status", "passed", "score", "alignment_score"])
+    result = run.result
+    return {
+        "passed": result.passed,
+        "score": result.score,
+        "alignment_score": result.alignment_score,
+    }
 
 
 def _criterion_state(row: Any, run: Any) -> dict[str, Any] | None:

@@ -36,6 +36,7 @@ def override_out(row: Any) -> dict[str, Any]:
 
 def run_review_out(view: selectors.RunReviewView) -> dict[str, Any]:
     e, a, run = view.evaluation, view.alignment_evaluation, view.run
+    result = run.result  # the run's result as every surface shows it
     return {
         "run_id": run.pk,
         "rubric_id": e.rubric_id if e else None,
@@ -46,9 +47,9 @@ def run_review_out(view: selectors.RunReviewView) -> dict[str, Any]:
             "alignment_score": a.score if a else None,
         },
         "effective": {
-            "passed": run.passed,
-            "score": run.score,
-            "alignment_score": run.alignment_score,
+            "passed": result.passed,
+            "score": result.score,
+            "alignment_score": result.alignment_score,
         },
         "reviewed": bool(view.review and view.review.reviewed_at),
         "golden": bool(view.review and view.review.golden),

@@ -109,7 +109,10 @@ class ReviewedVerdictOut(Schema):
 class OverrideResultOut(Schema):
     created: bool = Field(description="False: the label already said this; nothing was written")
     override: OverrideOut
-    run: ResultOut = Field(description="The run's human-adjusted result after the change")
+    run: ResultOut = Field(
+        description="The run's human-adjusted result after the change (null values unless the "
+        "run's status is succeeded)"
+    )
     verdict: ReviewedVerdictOut | None = Field(
         None, description="A criterion change: the criterion's majority, dispute and reviewers"
     )
@@ -131,7 +134,10 @@ class RunReviewOut(Schema):
     rubric_id: UUID | None
     rubric_version: int | None
     judge: ResultOut = Field(description="The judge's result, untouched by reviews")
-    effective: ResultOut = Field(description="The result with reviewers' labels applied")
+    effective: ResultOut = Field(
+        description="The run's result with reviewers' labels applied (null values unless the "
+        "run's status is succeeded)"
+    )
     reviewed: bool
     golden: bool
     verdicts: list[ReviewedVerdictOut]

@@ -102,7 +102,6 @@ def list_runs(
         filters=filters,
         cursor=cursor,
         limit=limit,
-        failed_have_no_result=True,
     )
     return {"items": [run_list_item_out(r) for r in page.items], "next_cursor": page.next_cursor}
 
@@ -148,8 +147,9 @@ def get_evaluation(request: HttpRequest, evaluation_id: UUID):
 def score(request: HttpRequest, payload: ScoreIn):
     """Store the run, wait up to `timeout` seconds for its evaluations and return the result.
 
-    200: every evaluation ended; `status` is `succeeded`, or `failed` with `error` (the judge
-    failed for good: `passed` is then null, so a loop must check `status`). 202: not final,
+    200: every evaluation ended; `status` (the run's) is `succeeded`, or `failed` with `error`
+    (the judge failed for good: `passed` and `score` are then null, so a loop must check
+    `status`); passed and score are the run's result as every surface shows it (docs/api.md). 202: not final,
     `detail` says why: time ran out (`status` is `queued` or `running`), or the team's judge
     budget is reached (`over_budget`, answered as soon as the run is parked: it is judged when
     the budget allows); poll `GET /api/evaluations/{evaluation_id}`.
@@ -168,5 +168,6 @@ def score(request: HttpRequest, payload: ScoreIn):
         )
         awaited = score_await(team=team, submitted=submitted, timeout=payload.timeout)
     ids = [e.id for e in submitted.evaluations]
-    out = score_out(submitted.run, awaited.scored or evaluations_scored(ids=ids))
+    run = run_get(team=team, run_id=submitted.run.pk) or submitted.run  # its result now
+    out = score_out(run, awaited.scored or evaluations_scored(ids=ids))
     return Status(200 if awaited.finished and out["status"] in FINAL_STATUSES else 202, out)

@@ -6,7 +6,7 @@ from django.db import models
 from django.db.models import Q
 
 from rubrics.models import AlignmentMode, Criterion, Rubric, RubricVersion
-from runs.scoring.rules import display_round
+from runs.scoring.rules import RunResult, display_round, run_result
 from runs.scoring.trajectory import Step, normalise
 from teams.models import Team
 
@@ -143,13 +143,16 @@ class AgentRun(models.Model):
         return values if any(v is not None for v in values.values()) else None
 
     @property
-    def adjusted(self) -> bool:
-        """Reviewers changed the result: it differs from the judge's own on some value."""
-        judge = self.judge_result()
-        if judge is None:
-            return False
-        mine = {"passed": self.passed, "score": self.score, "alignment_score": self.alignment_score}
-        return any(judge[k] is not None and judge[k] != mine[k] for k in judge)
+    def result(self) -> RunResult:
+        """The run's result as every surface shows it (runs.scoring.rules.run_result): empty
+        unless its status is succeeded, whatever the stored columns still hold."""
+        return run_result(
+            status=self.status,
+            passed=self.passed,
+            score=self.score,
+            alignment_score=self.alignment_score,
+            judge=self.judge_result(),
+        )
 
     def trajectory(self) -> list[Step]:
         """The run's steps; computed from its messages for rows stored before steps were."""

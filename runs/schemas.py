@@ -14,7 +14,7 @@ from uuid import UUID
 from ninja import Field, Schema
 from pydantic import ConfigDict, ValidationInfo, WithJsonSchema, field_validator
 
-from .models import AgentRun, Evaluation, Kind, Status, StatusChoice
+from .models import AgentRun, Evaluation, Kind, StatusChoice
 from .payloads import CriterionIn, RunPayload
 from .scoring.rules import display_round
 from .scoring.trajectory import tool_names
@@ -216,10 +216,13 @@ class RunSummaryOut(Schema):
     alignment: AlignmentChoice
     status: StatusChoice = Field(description="queued/running while any evaluation is pending")
     passed: bool | None = Field(
-        description="Current rubric result; null when status is failed (check status first)"
+        description="Current rubric result (human-adjusted); null unless status is succeeded "
+        "(docs/api.md, A run's result)"
     )
-    score: float | None
-    alignment_score: float | None
+    score: float | None = Field(description="Current rubric score; null unless status is succeeded")
+    alignment_score: float | None = Field(
+        description="Current alignment score; null unless status is succeeded"
+    )
     rubric_version: int | None = Field(description="Version number of the current result")
     adjusted: bool = Field(
         default=False,
@@ -229,7 +232,7 @@ class RunSummaryOut(Schema):
     judge: JudgedOut | None = Field(
         default=None,
         description="The judge's own result, as judged before any review; null when no "
-        "evaluation is current",
+        "evaluation is current or status is not succeeded",
     )
     sampling: dict[str, Any] = Field(
         description="The rubric's sampling decision at ingest: sampled, rate, bucket, reason "
@@ -266,26 +269,21 @@ class RunPageOut(Schema):
     )
 
 
-def passed_unless_failed(status: str, passed: bool | None) -> bool | None:
-    """The one rule for every answer that pairs a status with ``passed``: a failed status
-    answers null, so no client reads a pass from a result that is not whole."""
-    return None if status == Status.FAILED else passed
-
-
 def _summary(run: AgentRun) -> dict[str, Any]:
+    result = run.result  # the one rule: runs.scoring.rules.run_result
     return {
         "id": run.id,
         "external_id": run.external_id,
         "agent": run.agent,
         "rubric": run.rubric_id,
         "alignment": run.alignment_mode,
-        "status": run.status,
-        "passed": passed_unless_failed(run.status, run.passed),
-        "score": run.score,
-        "alignment_score": run.alignment_score,
+        "status": result.status,
+        "passed": result.passed,
+        "score": result.score,
+        "alignment_score": result.alignment_score,
         "rubric_version": run.current_version.number if run.current_version_id else None,  # type: ignore[union-attr]
-        "adjusted": run.adjusted,
-        "judge": run.judge_result(),
+        "adjusted": result.adjusted,
+        "judge": result.judge,
         "sampling": run.sampling or {},
         "created_at": run.created_at,
     }
@@ -417,11 +415,16 @@ class ScoreIn(RunPayload):
 
 class ScoreOut(Schema):
     status: StatusChoice = Field(
-        description="succeeded, failed, queued/running (timed out) or over_budget (waits for "
-        "the team's judge budget)"
+        description="The run's status: succeeded, failed, queued/running (timed out), "
+        "over_budget (waits for the team's judge budget) or nothing_to_judge"
     )
-    passed: bool | None = Field(description="null unless status is succeeded")
-    score: float | None
+    passed: bool | None = Field(
+        description="The run's result (human-adjusted): null unless status is succeeded"
+    )
+    score: float | None = Field(
+        description="The run's rubric score (alignment-only: its alignment score); null unless "
+        "status is succeeded"
+    )
     reason: str
     error: str
     detail: str = Field(
@@ -435,22 +438,24 @@ class ScoreOut(Schema):
 
 
 def score_out(run: AgentRun, scored: Scored) -> dict[str, Any]:
-    """The result an agent loop reads: the rubric evaluation decides passed/score/reason; an
-    alignment evaluation adds its breakdown. Status is the worst of the evaluations."""
+    """The result an agent loop reads. ``run``: the run as it is now (read after the wait):
+    its result (runs.scoring.rules.run_result, the one every surface shows) gives status,
+    passed and score (an alignment-only run's score is its alignment score). The evaluations
+    add the rubric's reason and verdicts, the alignment breakdown and the first error."""
     evaluations = scored.evaluations
     rubric = next((e for e in evaluations if e.kind == Kind.RUBRIC), None)
     alignment = next((e for e in evaluations if e.kind == Kind.ALIGNMENT), None)
     primary = rubric or alignment
     assert primary is not None
     failed = next((e for e in evaluations if e.error and e.status == "failed"), None)
-    status = _overall_status([e.status for e in evaluations])
+    result = run.result
     return {
-        "status": status,
-        "passed": passed_unless_failed(status, primary.passed),
-        "score": primary.score,
+        "status": result.status,
+        "passed": result.passed,
+        "score": result.score if rubric else result.alignment_score,
         "reason": primary.reason,
         "error": failed.error if failed else "",
-        "detail": _waiting_detail(status),
+        "detail": _waiting_detail(result.status),
         "verdicts": [_verdict(v) for v in scored.verdicts.get(rubric.id, [])] if rubric else [],
         "alignment": _alignment(alignment, scored.breakdowns.get(alignment.id, []))
         if alignment
@@ -459,25 +464,6 @@ def score_out(run: AgentRun, scored: Scored) -> dict[str, Any]:
         "evaluation_ids": [e.id for e in evaluations],
         "run_id": run.id,
     }
-
-
-# The status an answer of several evaluations reports: the first of these any of them has.
-_WORST_FIRST = (
-    "running",
-    "queued",
-    "over_budget",
-    "failed",
-    "cancelled",
-    "nothing_to_judge",
-    "not_sampled",
-)
-
-
-def _overall_status(statuses: list[str]) -> str:
-    for status in _WORST_FIRST:
-        if status in statuses:
-            return status
-    return "succeeded"
 
 
 def _waiting_detail(status: str) -> str:

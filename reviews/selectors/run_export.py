@@ -15,6 +15,7 @@ from django.db.models import Q
 
 from runs.models import AgentRun, CriterionVerdict
 from runs.selectors.filters import RunFilters, runs_matching
+from runs.selectors.runs import with_judged
 from teams.models import Team
 
 from ..effective import EffectiveVerdict, text_hash
@@ -35,14 +36,15 @@ def run_export_rows(
     *, team: Team, filters: RunFilters, chunk: int = EXPORT_CHUNK
 ) -> Iterator[dict[str, Any]]:
     """One dict per run (keys RUN_EXPORT_FIELDS, ``verdicts`` a list of dicts), newest first.
-    ``passed``, ``score`` and ``alignment_score`` are the run's current, human-adjusted result;
+    ``status``, ``passed``, ``score``, ``alignment_score`` and ``adjusted`` are the run's
+    result as every surface shows it (AgentRun.result: runs.scoring.rules.run_result);
     each verdict carries the judge's and the reviewers' answer and the one in effect."""
     runs = runs_matching(team=team, filters=filters)
     after: Q | None = None
     while True:
         page = runs if after is None else runs.filter(after)
         rows = list(
-            page.select_related("rubric", "current_version")
+            with_judged(page.select_related("rubric", "current_version"))
             .only(*LIGHT_FIELDS)
             .order_by("-created_at", "-id")[:chunk]
         )
@@ -92,18 +94,19 @@ def _effective_by_run(chunk: list[AgentRun]) -> dict[Any, list[EffectiveVerdict]
 
 
 def _row(run: AgentRun, verdicts: list[EffectiveVerdict]) -> dict[str, Any]:
+    result = run.result
     return {
         "run_id": str(run.pk),
         "external_id": run.external_id,
         "agent": run.agent,
         "created_at": run.created_at.isoformat(),
-        "status": run.status,
+        "status": result.status,
         "rubric": run.rubric.slug if run.rubric else None,
         "rubric_version": run.current_version.number if run.current_version else None,
-        "passed": run.passed,
-        "score": run.score,
-        "alignment_score": run.alignment_score,
-        "adjusted": any(v.overridden for v in verdicts),
+        "passed": result.passed,
+        "score": result.score,
+        "alignment_score": result.alignment_score,
+        "adjusted": result.adjusted,
         "criteria_failed": [v.key for v in verdicts if not v.satisfied],
         "verdicts": [
             {

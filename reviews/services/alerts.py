@@ -25,6 +25,7 @@ from django.utils import timezone
 from evalsite.errors import FieldErrors
 from rubrics.models import Criterion, Rubric
 from runs.models import AgentRun, CriterionVerdict, Evaluation, Status
+from runs.selectors.filters import result_passed_q
 from runs.services.budget import budget_usage
 from runs.services.rescore_webhook import webhook_refusal
 from teams.models import Team
@@ -213,9 +214,9 @@ def _criterion_failure_rate(rule: AlertRule, now: datetime) -> Reading:
 
 def _pass_rate(rule: AlertRule, start: datetime, end: datetime) -> float | None:
     row = AgentRun.objects.filter(
+        result_passed_q(True) | result_passed_q(False),  # runs with a result (run_result)
         team_id=rule.team_id,
         rubric_id=_watched(rule),
-        passed__isnull=False,
         created_at__gte=start,
         created_at__lt=end,
     ).aggregate(n=Count("id"), passed=Count("id", filter=Q(passed=True)))
@@ -228,7 +229,10 @@ def _pass_rate_drop(rule: AlertRule, now: datetime) -> Reading:
     previous = _pass_rate(rule, now - 2 * window, now - window)
     drop = previous - current if current is not None and previous is not None else None
     failing = AgentRun.objects.filter(
-        team_id=rule.team_id, rubric_id=_watched(rule), passed=False, created_at__gte=now - window
+        result_passed_q(False),
+        team_id=rule.team_id,
+        rubric_id=_watched(rule),
+        created_at__gte=now - window,
     )
     return Reading(
         breached=drop is not None and drop > rule.threshold,

@@ -3,13 +3,15 @@
 The scorers apply them to the judge's answers; reviews applies the very same functions to the
 values reviewers corrected (reviews/services/refresh.py), so a human-adjusted result follows
 exactly the rules a judged one does: gating, score = scale × passed, the dimension-weighted
-perspective score, the user/system mix and the bands.
+perspective score, the user/system mix and the bands. ``run_result`` is the rule for what a
+run's result is in each state, which every surface that shows one applies.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Protocol, TypeVar
 
@@ -115,3 +117,53 @@ def band_for(score: float) -> str:
     """
     rounded = round(score, 9)
     return next((label for floor, label in BANDS if rounded >= floor), BANDS[-1][1])
+
+
+# --- A run's result ---------------------------------------------------------------------------
+
+# The only run status whose result is whole. Every other status (failed: some evaluation failed;
+# queued, running, over_budget: not finished; not_sampled, nothing_to_judge: nothing judged)
+# answers no result at all, so no surface can read a pass from a result that is not whole.
+WHOLE_STATUS = "succeeded"
+RESULT_FIELDS = ("passed", "score", "alignment_score")
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """A run's result as every surface shows it (API, export, score answers, pages)."""
+
+    status: str
+    passed: bool | None
+    score: float | None
+    alignment_score: float | None
+    adjusted: bool = False  # reviewers changed it: it differs from ``judge`` on some value
+    judge: Mapping[str, bool | float | None] | None = None  # the judge's own RESULT_FIELDS
+
+
+def result_whole(status: str) -> bool:
+    """Whether a run in ``status`` has a result (the SQL form: status = WHOLE_STATUS)."""
+    return status == WHOLE_STATUS
+
+
+def run_result(
+    *,
+    status: str,
+    passed: bool | None,
+    score: float | None,
+    alignment_score: float | None,
+    judge: Mapping[str, bool | float | None] | None = None,
+) -> RunResult:
+    """The one rule for a run's result (docs/api.md "A run's result").
+
+    ``passed``, ``score`` and ``alignment_score`` are the run's current (human-adjusted)
+    values, ``judge`` the judge's own ones (None: unknown or nothing current). Unless the
+    status is succeeded the result is empty: passed, score, alignment_score and judge null,
+    adjusted false."""
+    if not result_whole(status):
+        return RunResult(status, None, None, None)
+    mine = {"passed": passed, "score": score, "alignment_score": alignment_score}
+    judged = judge if judge and any(judge.get(k) is not None for k in RESULT_FIELDS) else None
+    adjusted = judged is not None and any(
+        judged.get(k) is not None and judged.get(k) != mine[k] for k in RESULT_FIELDS
+    )
+    return RunResult(status, passed, score, alignment_score, adjusted, judged)

@@ -24,7 +24,7 @@ from .evaluations import (
     evaluations_pending,
     evaluations_scored,
 )
-from .filters import RunFilterError, RunFilters, runs_matching, tools_recent
+from .filters import RunFilterError, RunFilters, result_passed_q, runs_matching, tools_recent
 from .rubric_stats import (
     CriterionFailures,
     FailingRunStep,
@@ -58,6 +58,7 @@ __all__ = [
     "Scored",
     "VersionRow",
     "batch_get",
+    "result_passed_q",
     "batch_progress",
     "batches_list",
     "batches_progress",

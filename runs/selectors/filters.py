@@ -11,6 +11,7 @@ from django.db.models import Q, QuerySet
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from evalsite.errors import FieldErrors
+from runs.scoring.rules import WHOLE_STATUS
 from teams.models import Team
 
 from ..models import (
@@ -42,7 +43,10 @@ class RunFilters(BaseModel):
     version: int | None = Field(
         default=None, ge=1, le=2_147_483_647, description="Rubric version number of the result"
     )
-    passed: bool | None = Field(default=None, description="Current rubric result passed or not")
+    passed: bool | None = Field(
+        default=None,
+        description="Current rubric result passed or not (only succeeded runs have one)",
+    )
     failing_criterion: str | None = Field(
         default=None,
         max_length=32,
@@ -117,6 +121,12 @@ class RunFilters(BaseModel):
         return out
 
 
+def result_passed_q(passed: bool) -> Q:
+    """Runs whose result (runs.scoring.rules.run_result) has this ``passed``, in SQL: only a
+    succeeded run has one, whatever its stored column still holds."""
+    return Q(status=WHOLE_STATUS, passed=passed)
+
+
 def _filtered(team: Team, f: RunFilters) -> QuerySet[AgentRun]:
     qs = AgentRun.objects.filter(team=team)
     if f.rubric:
@@ -124,7 +134,7 @@ def _filtered(team: Team, f: RunFilters) -> QuerySet[AgentRun]:
     if f.version is not None:
         qs = qs.filter(current_version__number=f.version)
     if f.passed is not None:
-        qs = qs.filter(passed=f.passed)
+        qs = qs.filter(result_passed_q(f.passed))
     if f.failing_criterion:
         qs = qs.filter(pk__in=_failing_runs(team, f))
     if f.status:

@@ -17,7 +17,6 @@ from ..models import (
     AgentRun,
     Evaluation,
     Kind,
-    Status,
 )
 from .filters import RunFilters, runs_matching
 from .keyset import after_cursor, cursor_of
@@ -66,7 +65,6 @@ def runs_list(
     cursor: str | None = None,
     limit: int | None = None,
     sort: Literal["newest", "oldest"] = "newest",
-    failed_have_no_result: bool = False,
 ) -> RunPage:
     """One page of a team's runs, newest first, and the cursor of the next page (or None).
 
@@ -81,14 +79,11 @@ def runs_list(
     not produce raises evalsite.pagination.InvalidCursor. ``limit`` is clamped to
     1..EVALSITE_PAGE_SIZE_MAX (default 50).
 
-    With ``failed_have_no_result`` (the API, whose answers null a failed run's ``passed``) the
-    ``passed`` filter leaves out runs whose status is failed, so every run it lists answers the
-    ``passed`` asked for. The pages keep showing a failed run's last rubric result.
+    Rows answer their result through ``AgentRun.result`` (runs.scoring.rules.run_result); the
+    ``passed`` filter follows the same rule (runs.selectors.filters).
     """
     size = page_size(limit)
     qs = runs_matching(team=team, filters=filters)
-    if failed_have_no_result and filters.passed is not None:
-        qs = qs.exclude(status=Status.FAILED)
     oldest = sort == "oldest"
     if cursor:
         qs = qs.filter(after_cursor(cursor, oldest=oldest))
@@ -118,13 +113,13 @@ def run_get(*, team: Team, run_id: Any) -> AgentRun | None:
 
 
 def run_status_cell(*, team: Team, run_id: Any) -> AgentRun | None:
-    """The few columns of the live status cell (one query)."""
+    """The few columns of the live status cell, with the judge's own result (one query)."""
     try:
         key = uuid.UUID(str(run_id))
     except ValueError:
         return None
     return (
-        AgentRun.objects.filter(team=team, pk=key)
+        with_judged(AgentRun.objects.filter(team=team, pk=key))
         .only("id", "status", "passed", "score", "alignment_score", "current_version__number")
         .select_related("current_version")
         .first()

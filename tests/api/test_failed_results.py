@@ -50,7 +50,9 @@ def test_the_runs_list_answers_and_filters_passed_by_the_same_rule(api, fake_jud
     assert api.get("/runs", passed="false").json()["items"] == []
 
 
-def test_a_score_answer_with_a_failed_evaluation_has_passed_null(api, fake_judge, make_rubric):
+def test_a_score_answer_with_a_failed_evaluation_has_passed_and_score_null(
+    api, fake_judge, make_rubric
+):
     rubric = make_rubric(alignment_mode="user")
     created = judged(api, rubric, ALIGNMENT_FAILS, "half")
     evaluations = list(Evaluation.objects.filter(run_id=created["id"]))
@@ -58,7 +60,8 @@ def test_a_score_answer_with_a_failed_evaluation_has_passed_null(api, fake_judge
     answer = score_out(evaluations[0].run, evaluations_scored(ids=[e.id for e in evaluations]))
 
     assert (answer["status"], answer["passed"]) == ("failed", None)
-    assert answer["error"] and answer["score"] == 1.0
+    # The rubric scored 1.0, but a score of the scale would read as a pass: no result at all.
+    assert answer["error"] and answer["score"] is None
 
 
 def test_a_score_answer_is_read_in_one_query_per_kind_of_result_and_none_more(
