@@ -5,12 +5,16 @@ import os
 
 from celery import Celery, signals
 
+from runs.worker_watch import ConsumerWatch, watch
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 app = Celery("evalsite")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+# The heartbeat follows the consumer, and a worker that cannot consume again exits.
+app.steps["consumer"].add(ConsumerWatch)
 
 
 @signals.worker_init.connect
@@ -33,22 +37,14 @@ def _limit_judge_calls(sender: object = None, **_: object) -> None:
 @signals.worker_shutting_down.connect
 def _hand_back_parked(**_: object) -> None:
     """Evaluations parked for a team's turn go back to the broker rather than wait for the
-    sweeper (runs.fair_worker)."""
+    sweeper (runs.fair_worker). The shutdown is bounded (runs.worker_watch)."""
     from runs import fair_worker
     from runs.services.evaluations import _publish
 
+    watch.stopping()
     ids = fair_worker.close()
     if ids:
         _publish(ids)
-
-
-@signals.worker_ready.connect
-def _start_heartbeat(**_: object) -> None:
-    """Stamp "a worker is alive" every few seconds: web processes judge POST /api/score calls
-    themselves when no worker was seen for EVALSITE_SCORE_INLINE_WHEN_NO_WORKER seconds."""
-    from runs.liveness import worker_beat_start
-
-    worker_beat_start()
 
 
 @signals.worker_ready.connect

@@ -184,10 +184,19 @@ if CELERY_BROKER_URL.startswith("filesystem"):
         "polling_interval": 0.1,
     }
 elif CELERY_BROKER_URL.startswith(("redis", "rediss")):
-    # A message whose worker died is redelivered after this; the lease sweeper usually
-    # rescues the evaluation sooner, and the compare-and-set claim makes the late copy a no-op.
     CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "visibility_timeout": env_int("EVALSITE_VISIBILITY_TIMEOUT", 900)
+        # A message whose worker died is redelivered after this; the lease sweeper usually
+        # rescues the evaluation sooner, and the compare-and-set claim makes the late copy a
+        # no-op.
+        "visibility_timeout": env_int("EVALSITE_VISIBILITY_TIMEOUT", 900),
+        # Without these a call to a Redis whose host went away (a stopped container: no reset,
+        # no refusal) waits for the kernel's TCP timeout, minutes, and blocks acks, restores
+        # and shutdown with it. Dead connections are found by the health check, not by a hang.
+        "socket_connect_timeout": env_float("EVALSITE_BROKER_CONNECT_TIMEOUT", 5.0),
+        "socket_timeout": env_float("EVALSITE_BROKER_SOCKET_TIMEOUT", 10.0),
+        "socket_keepalive": True,
+        "health_check_interval": 10,
+        "retry_on_timeout": True,
     }
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_TASK_ACKS_LATE = True
@@ -195,6 +204,13 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# After a lost connection the consumer reconnects in-process (every 2, 4, … at most 30 s, up to
+# 100 times, then the worker exits 1); runs/worker_watch.py exits it sooner when it cannot.
+CELERY_BROKER_CONNECTION_RETRY = True
+# Judge calls running when the connection goes finish; their results are written by
+# compare-and-set and the redelivered copies of their messages claim nothing. (Thread pools
+# cannot cancel a running task anyway.)
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 CELERY_TASK_PUBLISH_RETRY = True
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5}
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
@@ -202,6 +218,13 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # reconnecting per evaluation cost more than the evaluation's queries. Tasks instead call
 # close_old_connections(), which honours CONN_MAX_AGE and drops broken connections.
 CELERY_DB_REUSE_MAX = 1_000_000
+# runs/worker_watch.py: the heartbeat is stamped every EVALSITE_WORKER_BEAT_SECONDS while the
+# consumer consumes; a worker that has not consumed for EVALSITE_WORKER_STALL_SECONDS although
+# the broker answers (longer than the reconnect backoff's 30 s), or that has not finished
+# stopping EVALSITE_WORKER_STOP_SECONDS after a shutdown began, exits with status 70.
+EVALSITE_WORKER_BEAT_SECONDS = env_float("EVALSITE_WORKER_BEAT_SECONDS", 5.0)
+EVALSITE_WORKER_STALL_SECONDS = env_float("EVALSITE_WORKER_STALL_SECONDS", 45.0)
+EVALSITE_WORKER_STOP_SECONDS = env_float("EVALSITE_WORKER_STOP_SECONDS", 60.0)
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 
 

@@ -1,5 +1,6 @@
-"""Whether a worker is alive: every worker process stamps the time every BEAT_SECONDS, and a web
-process asks how long ago the last stamp was (EVALSITE_SCORE_INLINE_WHEN_NO_WORKER).
+"""Whether a worker is consuming: every worker process stamps the time every few seconds while
+its consumer consumes (runs/worker_watch.py), and a web process asks how long ago the last stamp
+was (EVALSITE_SCORE_INLINE_WHEN_NO_WORKER).
 
 The stamp lives where the rate limiters keep their buckets: in Redis with a Redis broker (every
 worker of the deployment, one key per queue), else in a file under the data folder (every worker
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 import time
 from pathlib import Path
 
@@ -20,7 +20,6 @@ from django.conf import settings
 
 logger = logging.getLogger(__name__)
 
-BEAT_SECONDS = 5.0
 KEEP_SECONDS = 86_400  # a Redis stamp older than this is gone: "never seen"
 
 
@@ -39,14 +38,14 @@ def _path() -> Path:
     return Path(settings.DATA_DIR) / f"worker-seen-{settings.CELERY_TASK_DEFAULT_QUEUE}"
 
 
-_client: redis.Redis | None = None
+_clients: dict[str, redis.Redis] = {}
 
 
 def _redis() -> redis.Redis:
-    global _client
-    if _client is None:
-        _client = redis.Redis.from_url(_redis_url(), socket_timeout=2, socket_connect_timeout=2)
-    return _client
+    url = _redis_url()
+    if url not in _clients:
+        _clients[url] = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+    return _clients[url]
 
 
 def worker_beat() -> None:
@@ -83,19 +82,3 @@ def worker_missing_for(seconds: float) -> bool:
         )
         return False
     return seen is None or time.time() - seen > seconds
-
-
-def worker_beat_start() -> threading.Thread:
-    """Stamp now and every BEAT_SECONDS in a daemon thread (a started worker process)."""
-
-    def beat() -> None:
-        while True:
-            try:
-                worker_beat()
-            except (redis.RedisError, OSError):
-                logger.warning("could not stamp the worker heartbeat", exc_info=True)
-            time.sleep(BEAT_SECONDS)
-
-    thread = threading.Thread(target=beat, name="worker-heartbeat", daemon=True)
-    thread.start()
-    return thread

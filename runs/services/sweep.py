@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -85,6 +85,23 @@ def _expire_leases(now) -> tuple[int, int]:
     if requeued:
         _publish(requeued)  # straight back to the broker; the next sweep retries a failed send
     return len(requeued), failed
+
+
+def evaluations_resend_after_outage(*, before: float) -> int:
+    """After the broker came back: send again every queued evaluation sent before ``before``
+    (seconds since the epoch) or never sent, which a broker that lost its data no longer
+    holds. A copy it still holds becomes a duplicate the compare-and-set claim ignores. The
+    number sent."""
+    now = timezone.now()
+    cutoff = datetime.fromtimestamp(before, tz=UTC)
+    ready = Q(not_before__isnull=True) | Q(not_before__lte=now)
+    sent_before = Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=cutoff)
+    ids = list(
+        Evaluation.objects.filter(ready, sent_before, status=Status.QUEUED, held=False)
+        .order_by("created_at")
+        .values_list("id", flat=True)[:50_000]
+    )
+    return _publish([str(i) for i in ids]) if ids else 0
 
 
 def _resend_queued(now) -> int:
