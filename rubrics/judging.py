@@ -22,6 +22,7 @@ from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
+from evalsite.outbound import Purpose, outbound_guarded
 from runs.scoring import JudgeConfig
 from runs.scoring.judge import connection_route_problem, model_provider
 from runs.scoring.pricing import price_for
@@ -256,5 +257,5 @@ def _connection_judge(
         api_base=api_base,
         api_key=api_key,
         connection=connection_id,
-        address_guard=bool(api_base) and not settings.EVALSITE_JUDGE_ALLOW_PRIVATE,
+        address_guard=bool(api_base) and outbound_guarded(Purpose.JUDGE),
     )

@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import PydanticCustomError
 
 from evalsite.errors import Conflict, FieldErrors
+from evalsite.outbound import Purpose, outbound_refusal
 from runs.scoring.judge import BODY_PARAMS, connection_route_problem
-from runs.scoring.netguard import url_refusal
 
 from .crypto import SecretUnreadable, secret_decrypt, secret_encrypt, secret_reencrypt
 from .models import ApiKey, JudgeConnection, Membership, Role, Team
@@ -286,12 +286,7 @@ def _api_base_refusal(api_base: str) -> str | None:
         return None
     if len(api_base) > 500:
         return "at most 500 characters"
-    refusal = url_refusal(
-        api_base, resolve=True, allow_private=settings.EVALSITE_JUDGE_ALLOW_PRIVATE
-    )
-    if refusal is not None and refusal.startswith("points to"):
-        refusal += " (a deployment can allow judges on its network: EVALSITE_JUDGE_ALLOW_PRIVATE)"
-    return refusal
+    return outbound_refusal(api_base, purpose=Purpose.JUDGE)
 
 
 def _param_errors(exc: ValidationError) -> dict[str, str]:

@@ -9,9 +9,9 @@ with the team's webhook signing secret. The body is ``{"event", "alert": {...}}`
 
 Any 2xx answer is a delivery; anything else, or no answer within EVALSITE_WEBHOOK_TIMEOUT, is
 retried by the Celery task with exponential backoff up to EVALSITE_WEBHOOK_MAX_RETRIES times.
-Every attempt is logged as an AlertDelivery. The private-address guard
-(runs.scoring.netguard, with EVALSITE_WEBHOOK_ALLOW_PRIVATE) is checked after DNS before each
-attempt.
+Every attempt is logged as an AlertDelivery. The outbound address guard (evalsite.outbound, with
+EVALSITE_WEBHOOK_ALLOW_PRIVATE) resolves the host again on each attempt and connects only to an
+address it checked.
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ from celery import signature
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 
+from evalsite.outbound import OutboundRefused, Purpose, outbound_post
 from runs.scoring.redact import new_ref, tenant_error
-from runs.services.rescore_webhook import WebhookFailed, webhook_refusal, webhook_signature
+from runs.services.rescore_webhook import WebhookFailed, webhook_signature
 from teams.services import team_webhook_secret
 
 from ..models_alerts import Alert, AlertDelivery, WebhookFormat
@@ -82,10 +83,6 @@ def alert_deliver(*, alert_id: Any, event: str, attempt: int = 1) -> bool:
     if alert is None or not alert.rule.webhook_url:
         return False
     url = alert.rule.webhook_url
-    refusal = webhook_refusal(url, resolve=True)
-    if refusal is not None:
-        _log(alert, event, attempt, error=f"not delivered: the webhook URL {refusal}")
-        return False
     body = json.dumps(
         alert_payload(alert, event), cls=DjangoJSONEncoder, separators=(",", ":")
     ).encode()
@@ -99,10 +96,13 @@ def alert_deliver(*, alert_id: Any, event: str, attempt: int = 1) -> bool:
         ),
     }
     try:
-        answer = httpx.post(
-            url, content=body, headers=headers,
-            timeout=settings.EVALSITE_WEBHOOK_TIMEOUT, follow_redirects=False,
+        answer = outbound_post(
+            url, purpose=Purpose.WEBHOOK, content=body, headers=headers,
+            timeout=settings.EVALSITE_WEBHOOK_TIMEOUT,
         )  # fmt: skip
+    except OutboundRefused as exc:
+        _log(alert, event, attempt, error=f"not delivered: the webhook URL {exc}")
+        return False
     except httpx.HTTPError as exc:
         message = _transport_failure(alert, exc)
         _log(alert, event, attempt, error=message)

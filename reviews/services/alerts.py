@@ -23,11 +23,11 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from evalsite.errors import FieldErrors
+from evalsite.outbound import Purpose, outbound_field_errors
 from rubrics.models import Criterion, Rubric
 from runs.models import AgentRun, CriterionVerdict, Evaluation, Status
 from runs.selectors.filters import result_passed_q
 from runs.services.budget import budget_usage
-from runs.services.rescore_webhook import webhook_refusal
 from teams.models import Team
 
 from ..models_alerts import Alert, AlertKind, AlertRule, WebhookFormat
@@ -130,10 +130,9 @@ def _checked(team: Team, **values: Any) -> dict[str, Any]:
         errors["cooldown_minutes"] = "must be from 0 to 43200 (30 days)"
     if values["webhook_format"] not in WebhookFormat.values:
         errors["webhook_format"] = "must be json or slack"
-    if values["webhook_url"]:
-        refusal = webhook_refusal(values["webhook_url"], resolve=False)
-        if refusal is not None:
-            errors["webhook_url"] = refusal
+    errors.update(
+        outbound_field_errors(values["webhook_url"], field="webhook_url", purpose=Purpose.WEBHOOK)
+    )
     if errors:
         raise AlertRuleError(errors)
     return values | {"rubric": found}

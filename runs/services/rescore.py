@@ -39,6 +39,7 @@ from django.core.validators import URLValidator
 from django.db import IntegrityError, OperationalError, transaction
 
 from evalsite.errors import Conflict, TooManyRequests
+from evalsite.outbound import Purpose, outbound_field_errors
 from rubrics.models import Rubric, RubricVersion
 from runs.scoring import JudgeConfig
 from teams.models import Team
@@ -70,7 +71,6 @@ from .rescore_scope import (
     scope_run_ids,
     version_for,
 )
-from .rescore_webhook import webhook_refusal
 
 logger = logging.getLogger(__name__)
 
@@ -130,8 +130,8 @@ def _clean_webhook(url: str | None) -> str:
         raise RescoreValidationError({"webhook_url": "must be an http(s) URL"}) from exc
     if len(url) > 200:
         raise RescoreValidationError({"webhook_url": "at most 200 characters"})
-    if (refusal := webhook_refusal(url, resolve=False)) is not None:
-        raise RescoreValidationError({"webhook_url": refusal})
+    if errors := outbound_field_errors(url, field="webhook_url", purpose=Purpose.WEBHOOK):
+        raise RescoreValidationError(errors)
     return url
 
 

@@ -11,7 +11,9 @@ Request: ``POST <webhook_url>`` with a JSON body ``{"event": "batch.finished", "
 
 Any 2xx answer is a delivery. Anything else (or no answer within EVALSITE_WEBHOOK_TIMEOUT) is
 retried by the Celery task with exponential backoff, up to EVALSITE_WEBHOOK_MAX_RETRIES times;
-the last error is kept on the batch.
+the last error is kept on the batch. The URL goes through the outbound address guard
+(evalsite.outbound) when the batch is created and again on every delivery, when the connection
+is made; a refused URL is not retried.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import F
 from django.utils import timezone
 
-from runs.scoring.netguard import url_refusal
+from evalsite.outbound import OutboundRefused, Purpose, outbound_post
 from runs.scoring.redact import new_ref, tenant_error
 from teams.services import team_webhook_secret
 
@@ -41,20 +43,6 @@ logger = logging.getLogger(__name__)
 
 class WebhookFailed(Exception):
     """The receiver did not accept the delivery (retry later)."""
-
-
-def webhook_refusal(url: str, *, resolve: bool) -> str | None:
-    """Why the server must not call ``url`` (None: it may): the shared address guard
-    (runs.scoring.netguard), with EVALSITE_WEBHOOK_ALLOW_PRIVATE. With ``resolve`` the host name
-    is looked up and every address it has is checked (done right before each delivery);
-    without, only literal addresses and local names are (done when the batch is created, which
-    must not depend on DNS)."""
-    refusal = url_refusal(
-        url, resolve=resolve, allow_private=settings.EVALSITE_WEBHOOK_ALLOW_PRIVATE
-    )
-    if refusal is not None and refusal.startswith("points to"):
-        refusal += " (set EVALSITE_WEBHOOK_ALLOW_PRIVATE=1 to allow receivers on your network)"
-    return refusal
 
 
 def webhook_signature(*, secret: str, body: bytes, timestamp: int) -> str:
@@ -87,12 +75,6 @@ def batch_webhook_deliver(*, batch_id: Any) -> bool:
         return False
     if batch.webhook_delivered_at is not None:
         return False
-    refusal = webhook_refusal(batch.webhook_url, resolve=True)
-    if refusal is not None:  # checked again here: DNS may have changed since the batch began
-        RescoreBatch.objects.filter(pk=batch.pk).update(
-            webhook_error=f"not delivered: the webhook URL {refusal}"[:2000]
-        )
-        return False
     body = _body(batch)
     headers = {
         "Content-Type": "application/json",
@@ -105,10 +87,15 @@ def batch_webhook_deliver(*, batch_id: Any) -> bool:
     }
     RescoreBatch.objects.filter(pk=batch.pk).update(webhook_attempts=F("webhook_attempts") + 1)
     try:
-        answer = httpx.post(
-            batch.webhook_url, content=body, headers=headers,
-            timeout=settings.EVALSITE_WEBHOOK_TIMEOUT, follow_redirects=False,
+        answer = outbound_post(
+            batch.webhook_url, purpose=Purpose.WEBHOOK, content=body, headers=headers,
+            timeout=settings.EVALSITE_WEBHOOK_TIMEOUT,
         )  # fmt: skip
+    except OutboundRefused as exc:  # checked again: DNS may have changed since the batch began
+        RescoreBatch.objects.filter(pk=batch.pk).update(
+            webhook_error=f"not delivered: the webhook URL {exc}"[:2000]
+        )
+        return False
     except httpx.HTTPError as exc:
         _failed(batch, _transport_failure(batch, exc))
     if not 200 <= answer.status_code < 300:

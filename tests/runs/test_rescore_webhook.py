@@ -9,6 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from django.utils import timezone
 
+from evalsite.outbound import Purpose, outbound_refusal
 from runs.models import RescoreBatch
 from runs.services.rescore import RescoreScope, batch_create
 from runs.services.rescore_webhook import webhook_signature, webhook_verify
@@ -98,34 +99,13 @@ def test_a_signature_covers_the_body_and_its_timestamp():
     assert not webhook_verify(secret="s3cret", body=b'{"a":1}', header="garbage")
 
 
-@pytest.mark.parametrize(
-    "url",
-    [
-        "http://127.0.0.1:8000/hook",
-        "http://localhost/hook",
-        "http://10.1.2.3/hook",
-        "http://192.168.0.10/hook",
-        "http://169.254.169.254/latest/meta-data",  # cloud metadata
-        "http://[::1]/hook",
-        "http://0.0.0.0/hook",
-    ],
-)
-def test_a_webhook_to_this_machine_or_a_private_network_is_refused(settings, url):
-    from runs.services.rescore_webhook import webhook_refusal
-
-    settings.EVALSITE_WEBHOOK_ALLOW_PRIVATE = False
-    assert webhook_refusal(url, resolve=False) is not None
-    assert webhook_refusal(url, resolve=True) is not None
-
-
+# Which addresses are refused, at every entry point and on delivery: tests/test_outbound.py.
 def test_a_public_webhook_is_allowed_and_a_private_one_can_be_allowed(settings):
-    from runs.services.rescore_webhook import webhook_refusal
-
     settings.EVALSITE_WEBHOOK_ALLOW_PRIVATE = False
-    assert webhook_refusal("https://93.184.216.34/hook", resolve=True) is None
-    assert webhook_refusal("https://hooks.example.com/x", resolve=False) is None  # DNS later
+    assert outbound_refusal("https://93.184.216.34/hook", purpose=Purpose.WEBHOOK) is None
+    assert outbound_refusal("http://127.0.0.1/hook", purpose=Purpose.WEBHOOK) is not None
     settings.EVALSITE_WEBHOOK_ALLOW_PRIVATE = True
-    assert webhook_refusal("http://127.0.0.1/hook", resolve=True) is None
+    assert outbound_refusal("http://127.0.0.1/hook", purpose=Purpose.WEBHOOK) is None
 
 
 def test_a_batch_with_a_private_webhook_is_refused_naming_the_field(

@@ -10,7 +10,7 @@ import pytest
 from runs.judge_runtime import run_judged
 from runs.scoring import JudgeConfig, PermanentJudgeError, RubricScorer
 from runs.scoring.direct import _error_message
-from runs.scoring.netguard import url_refusal
+from runs.scoring.netguard import normal_host, url_refusal
 from tests.http_listener import Listener
 
 
@@ -42,6 +42,12 @@ from tests.http_listener import Listener
         "http://224.0.0.1/v1",
         "http://240.0.0.1/v1",
         "http://metadata.google.internal/v1",
+        "http://127。0。0。1/v1",  # ideographic full stops
+        "http://127｡0｡0｡1/v1",  # halfwidth ones
+        "http://①②⑦.0.0.1/v1",  # circled digits
+        "http://１２７.0.0.1/v1",  # fullwidth digits
+        "http://١٢٧.٠.٠.١/v1",  # Arabic-Indic digits
+        "http://ｌｏｃａｌｈｏｓｔ/v1",
     ],
 )
 def test_private_loopback_metadata_and_disguised_addresses_are_refused(url):
@@ -62,6 +68,21 @@ def test_private_loopback_metadata_and_disguised_addresses_are_refused(url):
 )
 def test_user_information_and_malformed_urls_are_refused_even_when_private_is_allowed(url):
     assert url_refusal(url, resolve=False, allow_private=True) is not None
+
+
+@pytest.mark.parametrize(
+    ("host", "normal"),
+    [
+        ("127。0。0。1", "127.0.0.1"),
+        ("⑫⑦.0.0.1", "127.0.0.1"),
+        ("१२७.०.०.१", "127.0.0.1"),
+        ("ＬＯＣＡＬＨＯＳＴ.", "localhost"),
+        ("Bücher.example", "xn--bcher-kva.example"),
+        ("٣ab.example", None),  # not a valid IDN (mixed directions): refused, never guessed
+    ],
+)
+def test_hosts_are_read_as_resolvers_read_them(host, normal):
+    assert normal_host(host) == normal
 
 
 def test_public_addresses_pass_and_a_deployment_can_allow_private_ones():
