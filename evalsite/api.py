@@ -30,7 +30,7 @@ from teams.api import api_auth
 
 from .bodies import TRUNCATED
 from .errors import AppError, FieldErrors, TooLarge
-from .throttle import api_throttle
+from .throttle import api_throttle, unknown_key_refusal
 
 logger = logging.getLogger(__name__)
 
@@ -197,6 +197,9 @@ def _path(field: str) -> list[str | int]:
 
 @api.exception_handler(AuthenticationError)
 def on_unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    refused = unknown_key_refusal(request)
+    if refused is not None:
+        return on_app_error(request, refused)
     return error(
         request,
         401,

@@ -22,6 +22,7 @@ from typing import Any
 
 from django import forms
 from django.conf import settings
+from django.contrib import admin
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import AuthenticationForm
@@ -114,6 +115,23 @@ def login_attempt_succeeded(*, username: str, address: str) -> None:
         logger.exception("sign-in limiter unavailable; attempt not given back")
 
 
+def api_key_attempt(*, address: str) -> Refusal | None:
+    """Count one API request whose key is unknown (or revoked, or malformed) against its
+    address: the per-address sign-in allowance (EVALSITE_LOGIN_MAX_ATTEMPTS_PER_IP per
+    EVALSITE_LOGIN_WINDOW), in a bucket of its own, so a client stuck on a revoked key does
+    not lock the people behind the same address out of signing in. A Refusal once used up;
+    fails open like sign-in."""
+    limit = settings.EVALSITE_LOGIN_MAX_ATTEMPTS_PER_IP
+    if limit <= 0:
+        return None
+    try:
+        wait = backend().take([_draw("apikey", address, limit, 1.0)])
+    except Exception:  # noqa: BLE001 - fail open, loudly
+        logger.exception("API key limiter unavailable; not counting this attempt")
+        return None
+    return Refusal(scope="address", wait=wait) if wait > 0 else None
+
+
 def _refund(draw: Draw) -> Draw:
     return Draw(key=draw.key, capacity=draw.capacity, rate=draw.rate, cost=-draw.cost)
 
@@ -151,15 +169,27 @@ class ThrottledAdminAuthenticationForm(ThrottledAuthenticationMixin, AdminAuthen
     pass
 
 
+def _locked_out(response: HttpResponse, form: Any) -> HttpResponse:
+    """A sign-in page refused for a lock-out answers 429 with Retry-After."""
+    refusal = getattr(form, "refusal", None)
+    if refusal is not None:
+        response.status_code = 429
+        response["Retry-After"] = str(max(1, math.ceil(refusal.wait)))
+    return response
+
+
 class LoginView(auth_views.LoginView):
     """The site's sign-in page: a locked-out attempt answers 429 with Retry-After."""
 
     authentication_form = ThrottledAuthenticationForm
 
     def form_invalid(self, form: Any) -> HttpResponse:
-        response = super().form_invalid(form)
-        refusal = getattr(form, "refusal", None)
-        if refusal is not None:
-            response.status_code = 429
-            response["Retry-After"] = str(max(1, math.ceil(refusal.wait)))
-        return response
+        return _locked_out(super().form_invalid(form), form)
+
+
+def admin_login(request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+    """The admin's sign-in (its own view, with ThrottledAdminAuthenticationForm as
+    ``admin.site.login_form``), answering 429 with Retry-After when locked out, as the site's."""
+    response = admin.site.login(request, extra_context)
+    context = getattr(response, "context_data", None) or {}
+    return _locked_out(response, context.get("form"))

@@ -442,8 +442,14 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "filters": {"hostless": {"()": "django.utils.log.CallbackFilter", "callback": _not_hostless}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {
+        "hostless": {"()": "django.utils.log.CallbackFilter", "callback": _not_hostless},
+        # Defence in depth: nothing shaped like a key, token or secret is written out.
+        "secrets": {"()": "evalsite.logredact.RedactSecrets"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["secrets"]}
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {
         "LiteLLM": {"level": "WARNING"},

@@ -17,6 +17,9 @@ RUN_ID = os.environ.setdefault("EVALSITE_TEST_RUN_ID", str(os.getpid()))
 os.environ.setdefault("EVALSITE_WEBHOOK_ALLOW_PRIVATE", "1")
 os.environ.setdefault("EVALSITE_DATA_DIR", str(_ROOT / RUN_ID))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# Every test client is 127.0.0.1, and the tests that send revoked or malformed API keys add
+# up: they must not lock the suite's one address out (tests of the limit set their own).
+os.environ.setdefault("EVALSITE_LOGIN_MAX_ATTEMPTS_PER_IP", "100000")
 # As before DEBUG became opt-in: the suite (and the workers it starts) runs with the development
 # settings (development key, plain static storage, cookies over http for the live server).
 if not os.environ.get("SECRET_KEY"):

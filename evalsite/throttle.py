@@ -1,7 +1,8 @@
 """The API's per-caller request limit: a token bucket per API key, and per signed-in user and
 team for the browser's API calls, shared by every web process (runs.ratelimit's backend:
 Redis when the broker is Redis, else the SQLite bucket file). Over the limit the API answers
-429 with ``Retry-After`` (evalsite.api)."""
+429 with ``Retry-After`` (evalsite.api). Requests whose key is not a team's have no caller:
+they share their address's allowance instead (``unknown_key_refusal``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from django.conf import settings
 from django.http import HttpRequest
 
 from evalsite.errors import TooManyRequests
+from evalsite.login import api_key_attempt, client_address
 from runs.ratelimit import api_take
 from teams.api import Caller
 
@@ -58,3 +60,28 @@ def api_throttle(request: HttpRequest) -> None:
         return
     if wait > 0:
         raise Throttled(wait)
+
+
+class UnknownKeys(TooManyRequests):
+    """This address sent too many requests with keys that are no team's."""
+
+    def __init__(self, retry_after: float) -> None:
+        wait = max(1, math.ceil(retry_after))
+        limit = settings.EVALSITE_LOGIN_MAX_ATTEMPTS_PER_IP
+        super().__init__(
+            f"too many requests with an unknown or revoked API key from your network address: "
+            f"the limit is {limit} per {settings.EVALSITE_LOGIN_WINDOW:g} s "
+            f"(EVALSITE_LOGIN_MAX_ATTEMPTS_PER_IP); retry after {wait} s",
+            limit=limit,
+            retry_after=wait,
+        )
+
+
+def unknown_key_refusal(request: HttpRequest) -> UnknownKeys | None:
+    """For a request that sent ``Authorization`` and was not authenticated: take one attempt
+    from its address's allowance; the refusal to answer once it is used up. A valid key is
+    never counted, nor refused for its neighbours' bad ones."""
+    if not request.headers.get("Authorization"):
+        return None
+    refusal = api_key_attempt(address=client_address(request))
+    return None if refusal is None else UnknownKeys(refusal.wait)

@@ -15,7 +15,7 @@ from uuid import UUID
 from django.http import Http404, HttpRequest, StreamingHttpResponse
 from ninja import Path, Query, Router, Status
 
-from evalsite.schemas import with_errors
+from evalsite.schemas import INT_MAX, with_errors
 from rubrics.models import Rubric
 from rubrics.selectors import rubric_get
 from teams.api import Caller, caller, editor
@@ -218,7 +218,7 @@ def mark_golden(request: HttpRequest, run_id: UUID, payload: GoldenIn):
 def agreement(
     request: HttpRequest,
     rubric: str = RubricRef,
-    version: int | None = Query(None, ge=1, le=2_147_483_647, description="Default: current"),
+    version: int | None = Query(None, ge=1, le=INT_MAX, description="Default: current"),
 ):
     """Per criterion of a version: labelled verdicts, agreement (0–1), Cohen's kappa, TPR,
     TNR and the confusion matrix. Positive = satisfied; the human label (the majority of the

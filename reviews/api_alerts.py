@@ -10,7 +10,7 @@ from django.http import Http404, HttpRequest
 from ninja import Field, Router, Schema, Status
 from pydantic import ConfigDict
 
-from evalsite.schemas import with_errors
+from evalsite.schemas import Count, SignedAmount, with_errors
 from teams.api import caller, editor
 
 from .models_alerts import Alert, AlertRule
@@ -28,14 +28,14 @@ class AlertRuleIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
     kind: KindChoice
-    threshold: float = Field(
+    threshold: SignedAmount = Field(
         description="percent (failure rate, budget used), points (pass-rate drop), a kappa, "
         "or a count of failed evaluations"
     )
     rubric: str | None = Field(default=None, description="id or slug; every kind but budget")
     criterion_key: str = Field(default="", max_length=32)
-    window_hours: int = 24
-    cooldown_minutes: int = 60
+    window_hours: Count = 24
+    cooldown_minutes: Count = 60
     webhook_url: str = Field(default="", max_length=500)
     webhook_format: Literal["json", "slack"] = "json"
 
@@ -46,11 +46,11 @@ class AlertRulePatch(Schema):
     model_config = ConfigDict(extra="forbid")
 
     kind: KindChoice | None = None
-    threshold: float | None = None
+    threshold: SignedAmount | None = None
     rubric: str | None = Field(default=None, description="id or slug")
     criterion_key: str | None = Field(default=None, max_length=32)
-    window_hours: int | None = None
-    cooldown_minutes: int | None = None
+    window_hours: Count | None = None
+    cooldown_minutes: Count | None = None
     webhook_url: str | None = Field(default=None, max_length=500)
     webhook_format: Literal["json", "slack"] | None = None
     enabled: bool | None = Field(default=None, description="false: not evaluated; resolves it")

@@ -10,6 +10,8 @@ from uuid import UUID
 from ninja import Field, Schema
 from pydantic import ConfigDict, StrictBool
 
+from evalsite.schemas import INT_MAX
+
 DimensionChoice = Literal["intent", "requirements", "completeness", "appropriateness"]
 PerspectiveChoice = Literal["user", "system"]
 
@@ -196,7 +198,7 @@ class AgreementOut(Schema):
 
 class GoldenRunIn(Schema):
     model_config = ConfigDict(extra="forbid")
-    version: int | None = Field(None, ge=1, le=2_147_483_647, description="A stored version")
+    version: int | None = Field(None, ge=1, le=INT_MAX, description="A stored version")
     criteria: str | list[dict[str, Any]] | None = Field(
         None,
         description="Candidate criteria not saved yet: text, or [{key?, description, required?}]",
@@ -206,7 +208,7 @@ class GoldenRunIn(Schema):
 
 class ConsistencyIn(Schema):
     model_config = ConfigDict(extra="forbid")
-    version: int | None = Field(None, ge=1, le=2_147_483_647, description="Default: current")
+    version: int | None = Field(None, ge=1, le=INT_MAX, description="Default: current")
     runs: list[UUID] | None = Field(None, max_length=200, description="Default: a sample")
     sample: int = Field(20, ge=1, le=200, description="How many of the newest runs to sample")
     repeats: int = Field(3, ge=1, le=10, description="Judgements per run")

@@ -11,6 +11,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from evalsite.schemas import FLOAT_MAX, INT_MAX
 from rubrics.models import Rubric
 from teams.access import TeamRequest, editor_required, team_required
 
@@ -32,10 +33,16 @@ class AlertRuleForm(forms.Form):
     )
     threshold = forms.FloatField(
         label="Threshold",
+        min_value=-FLOAT_MAX,
+        max_value=FLOAT_MAX,
         help_text="% (failure rate, budget used), points (pass-rate drop), a kappa, or a count",
     )
-    window_hours = forms.IntegerField(label="Window (hours)", initial=24)
-    cooldown_minutes = forms.IntegerField(label="Cool-down (minutes)", initial=60)
+    window_hours = forms.IntegerField(
+        label="Window (hours)", initial=24, min_value=0, max_value=INT_MAX
+    )
+    cooldown_minutes = forms.IntegerField(
+        label="Cool-down (minutes)", initial=60, min_value=0, max_value=INT_MAX
+    )
     webhook_url = forms.CharField(label="Webhook URL", required=False, max_length=500)
     webhook_format = forms.ChoiceField(label="Payload", choices=WebhookFormat.choices)
     enabled = forms.BooleanField(

@@ -10,7 +10,7 @@ from django.http import Http404, HttpRequest
 from ninja import Field, Path, Query, Router, Schema, Status
 from pydantic import ConfigDict, Strict
 
-from evalsite.schemas import with_errors
+from evalsite.schemas import INT_MAX, Amount, with_errors
 from teams.api import Caller, caller, editor
 
 from .models import DEFAULT_RUN_TOKEN_BUDGET, Rubric, RubricVersion
@@ -193,7 +193,7 @@ class RubricIn(Schema):
     judge_view: JudgeViewChoice = ViewField("final")
     run_token_budget: TokenBudget = BudgetField(DEFAULT_RUN_TOKEN_BUDGET)
     instructions: str = InstructionsField("")
-    sample_rate: float = Field(default=100.0, description=SAMPLE_RATE_HELP)
+    sample_rate: Amount = Field(default=100.0, description=SAMPLE_RATE_HELP)
     sample_filters: dict[str, Any] | None = Field(default=None, description=SAMPLE_FILTERS_HELP)
 
 
@@ -218,7 +218,7 @@ class RubricPatch(Schema):
     judge_view: JudgeViewChoice = ViewField(UNSET, "Omitted = unchanged. ")
     run_token_budget: TokenBudget = BudgetField(UNSET, "Omitted = unchanged. ")
     instructions: str = InstructionsField(UNSET, "Omitted = unchanged. ")
-    sample_rate: float = Field(default=UNSET, description=SAMPLE_RATE_HELP)
+    sample_rate: Amount = Field(default=UNSET, description=SAMPLE_RATE_HELP)
     sample_filters: dict[str, Any] | None = Field(default=None, description=SAMPLE_FILTERS_HELP)
 
 
@@ -325,7 +325,9 @@ def list_rubrics(
     request: HttpRequest,
     include_archived: bool = False,
     cursor: str | None = Query(None, max_length=500),
-    limit: int = Query(50, ge=1, description="Page size, capped at EVALSITE_PAGE_SIZE_MAX"),
+    limit: int = Query(
+        50, ge=1, le=INT_MAX, description="Page size, capped at EVALSITE_PAGE_SIZE_MAX"
+    ),
 ):
     """The team's rubrics by name, each with its current version and criteria."""
     page = rubrics_list(
@@ -402,7 +404,9 @@ def list_versions(
     request: HttpRequest,
     rubric: str = RubricRef,
     cursor: str | None = Query(None, max_length=500),
-    limit: int = Query(50, ge=1, description="Page size, capped at EVALSITE_PAGE_SIZE_MAX"),
+    limit: int = Query(
+        50, ge=1, le=INT_MAX, description="Page size, capped at EVALSITE_PAGE_SIZE_MAX"
+    ),
 ):
     """The rubric's versions, newest first, each with its criteria."""
     page = rubric_versions_page(rubric=_found(request, rubric), cursor=cursor, limit=limit)
@@ -413,7 +417,7 @@ def list_versions(
 def get_version(
     request: HttpRequest,
     rubric: str = RubricRef,
-    number: int = Path(..., ge=1, le=2_147_483_647),
+    number: int = Path(..., ge=1, le=INT_MAX),
 ):
     version = rubric_version_get(rubric=_found(request, rubric), number=number)
     if version is None:

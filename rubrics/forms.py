@@ -7,6 +7,9 @@ from typing import Any
 
 from django import forms
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+
+from evalsite.schemas import FLOAT_MAX, INT_MAX
 
 from .forms_sampling import SamplingForm
 from .models import AlignmentMode, Criterion, JudgeView, Rubric, RubricVersion, Strategy
@@ -75,6 +78,9 @@ class DraftViewForm(forms.Form):
     judge_view = forms.ChoiceField(choices=JudgeView.choices, label="Judge view")
     run_token_budget = forms.IntegerField(
         label="Token budget",
+        # The column's range, as validators: the widget keeps its own min and max, and the
+        # service names the budget's limits.
+        validators=[MinValueValidator(0), MaxValueValidator(INT_MAX)],
         help_text="The most tokens of a run the judge reads; over it, middle steps are "
         "replaced by a marker saying what was cut.",
         widget=forms.NumberInput(
@@ -261,10 +267,20 @@ class RubricSettingsForm(SamplingForm):
         "deployment default).",
         widget=forms.TextInput(attrs={"placeholder": "default model", "class": "mono"}),
     )
-    temperature = forms.FloatField(required=False, widget=forms.NumberInput(attrs={"step": "0.1"}))
-    max_tokens = forms.IntegerField(required=False)
-    timeout = forms.FloatField(required=False, label="Timeout (s)")
-    scale = forms.FloatField(widget=forms.NumberInput(attrs={"step": "any"}))
+    # Their limits are the service's (JudgeParams, the scale's); these only keep them finite.
+    temperature = forms.FloatField(
+        required=False,
+        min_value=0,
+        max_value=FLOAT_MAX,
+        widget=forms.NumberInput(attrs={"step": "0.1"}),
+    )
+    max_tokens = forms.IntegerField(required=False, min_value=0, max_value=INT_MAX)
+    timeout = forms.FloatField(
+        required=False, label="Timeout (s)", min_value=0, max_value=FLOAT_MAX
+    )
+    scale = forms.FloatField(
+        min_value=0, max_value=FLOAT_MAX, widget=forms.NumberInput(attrs={"step": "any"})
+    )
     strategy = forms.ChoiceField(choices=Strategy.choices)
     alignment_mode = forms.ChoiceField(choices=AlignmentMode.choices, label="Prompt alignment")
     custom_weights = forms.BooleanField(required=False, label="Override the default weights")

@@ -8,7 +8,9 @@ import json
 from typing import Any
 
 from django import forms
+from django.core.validators import MaxValueValidator, MinValueValidator
 
+from evalsite.schemas import FLOAT_MAX
 from runs.scoring.sampling import MAX_FILTER_ITEMS
 
 # Form field -> the filter it writes, and whether its lines are "key=value" pairs.
@@ -34,6 +36,9 @@ class SamplingForm(forms.Form):
     sample_rate = forms.FloatField(
         required=False,
         label="Sampling rate (%)",
+        # Only finite and storable here (validators, so the widget keeps 0..100): the service
+        # says what a rate may be.
+        validators=[MinValueValidator(-FLOAT_MAX), MaxValueValidator(FLOAT_MAX)],
         help_text="Share of matching runs judged at ingest; the rest are stored as not sampled.",
         widget=forms.NumberInput(attrs={"step": "any", "min": 0, "max": 100}),
     )

@@ -7,7 +7,7 @@ from uuid import UUID
 from django.http import Http404, HttpRequest
 from ninja import Query, Router, Schema, Status
 
-from evalsite.schemas import ValidationErrorOut, with_errors
+from evalsite.schemas import INT_MAX, ValidationErrorOut, with_errors
 from reviews.services.retention import run_delete
 from teams.api import caller, editor
 
@@ -94,7 +94,9 @@ def list_runs(
     request: HttpRequest,
     filters: Query[RunFilters],
     cursor: str | None = Query(None, max_length=500, description="next_cursor of the last page"),
-    limit: int = Query(50, ge=1, description="Page size, capped at EVALSITE_PAGE_SIZE_MAX"),
+    limit: int = Query(
+        50, ge=1, le=INT_MAX, description="Page size, capped at EVALSITE_PAGE_SIZE_MAX"
+    ),
 ):
     """The team's runs, newest first, filtered; keyset pagination with `cursor`."""
     page = runs_list(

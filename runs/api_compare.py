@@ -16,10 +16,10 @@ from typing import Any, Literal
 from uuid import UUID
 
 from django.http import Http404, HttpRequest, HttpResponse
-from ninja import Field, Header, Query, Router, Schema, Status
+from ninja import Field, Header, Path, Query, Router, Schema, Status
 from pydantic import ConfigDict
 
-from evalsite.schemas import with_errors
+from evalsite.schemas import INT_MAX, SignedAmount, with_errors
 from reviews.selectors.compare import (
     comparison_export_rows,
     comparison_report,
@@ -56,7 +56,7 @@ class DraftIn(Schema):
 
 class SideSchema(Schema):
     model_config = ConfigDict(extra="forbid")
-    version: int | None = Field(None, ge=1, le=2_147_483_647, description="Default: current")
+    version: int | None = Field(None, ge=1, le=INT_MAX, description="Default: current")
     judge: str | None = Field(None, max_length=200, description="Another judge model")
     draft: DraftIn | None = Field(None, description="Criteria not published: saved as a draft")
 
@@ -66,7 +66,7 @@ class SampleSchema(Schema):
     kind: Literal["latest", "filter", "runs", "golden", "labelled"] = "latest"
     n: int = Field(50, ge=1, le=5_000, description="kind=latest: the newest n runs")
     runs: list[UUID] | None = Field(None, max_length=20_000, description="kind=runs")
-    version: int | None = Field(None, ge=1, le=2_147_483_647, description="kind=filter")
+    version: int | None = Field(None, ge=1, le=INT_MAX, description="kind=filter")
     failed_only: bool = False
     criterion_id: str | None = Field(None, max_length=32)
 
@@ -82,9 +82,11 @@ class ComparisonIn(Schema):
 
 class GateIn(Schema):
     model_config = ConfigDict(extra="forbid")
-    min_agreement: float | None = Field(None, description="Per criterion of the draft, 0..1")
-    min_kappa: float | None = Field(None, description="Per criterion of the draft, -1..1")
-    max_drop: float | None = Field(None, description="Largest agreement drop vs current, 0..1")
+    min_agreement: SignedAmount | None = Field(None, description="Per criterion of the draft, 0..1")
+    min_kappa: SignedAmount | None = Field(None, description="Per criterion of the draft, -1..1")
+    max_drop: SignedAmount | None = Field(
+        None, description="Largest agreement drop vs current, 0..1"
+    )
 
 
 class PublishIn(Schema):
@@ -260,7 +262,12 @@ def rubric_gate(request: HttpRequest, rubric_ref: str, payload: GateIn):
     response=with_errors({200: dict[str, Any], 202: dict[str, Any]}, 403, 404, 409),
     operation_id="rubric_version_publish",
 )
-def rubric_publish(request: HttpRequest, rubric_ref: str, number: int, payload: PublishIn):
+def rubric_publish(
+    request: HttpRequest,
+    rubric_ref: str,
+    payload: PublishIn,
+    number: int = Path(..., ge=1, le=INT_MAX),
+):
     """Publish a draft. No gate: at once (200). A gate: 202 "checking" while the draft is
     judged on the golden set (else the labelled runs) next to the current version, 200 once it
     passed and is published, 409 with the comparison report once it failed; an owner may send

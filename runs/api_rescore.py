@@ -14,7 +14,7 @@ from django.http import Http404, HttpRequest
 from ninja import Field, Header, Query, Router, Schema, Status
 from pydantic import ConfigDict
 
-from evalsite.schemas import with_errors
+from evalsite.schemas import INT_MAX, with_errors
 from rubrics.selectors import rubric_get
 from teams.api import caller, editor
 
@@ -54,7 +54,7 @@ class _RescoreOptions(Schema):
     target_version: int | None = Field(
         None,
         ge=1,
-        le=2_147_483_647,
+        le=INT_MAX,
         description="Version number to score against (default: current)",
     )
     force: bool = Field(False, description="Judge every criterion again, reusing no verdict")
@@ -70,7 +70,7 @@ class RescoreIn(_RescoreOptions):
         None, max_length=20_000, description="Run ids; without them the filters pick the runs"
     )
     version: int | None = Field(
-        None, ge=1, le=2_147_483_647, description="Runs whose current result is on this version"
+        None, ge=1, le=INT_MAX, description="Runs whose current result is on this version"
     )
     failed_only: bool = Field(False, description="Runs whose current result did not pass")
     criterion_id: str | None = Field(
@@ -246,7 +246,9 @@ def list_batches(
     status: BatchStatusChoice | None = None,
     rubric: str | None = Query(None, max_length=200, description="Rubric id or slug"),
     cursor: str | None = Query(None, max_length=500, description="next_cursor of the last page"),
-    limit: int = Query(50, ge=1, description="Page size, capped at EVALSITE_PAGE_SIZE_MAX"),
+    limit: int = Query(
+        50, ge=1, le=INT_MAX, description="Page size, capped at EVALSITE_PAGE_SIZE_MAX"
+    ),
 ):
     """The team's re-score batches, newest first (failures are listed on a single batch)."""
     page = batches_list(

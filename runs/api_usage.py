@@ -10,7 +10,7 @@ from django.http import HttpRequest
 from ninja import Query, Router, Schema
 from pydantic import ConfigDict
 
-from evalsite.schemas import with_errors
+from evalsite.schemas import Amount, BigCount, with_errors
 from teams.api import caller, editor
 
 from .models_budget import JudgeBudget
@@ -26,10 +26,10 @@ class BudgetIn(Schema):
 
     model_config = ConfigDict(extra="forbid")
 
-    daily_tokens: int | None = None
-    daily_usd: float | None = None
-    monthly_tokens: int | None = None
-    monthly_usd: float | None = None
+    daily_tokens: BigCount | None = None
+    daily_usd: Amount | None = None
+    monthly_tokens: BigCount | None = None
+    monthly_usd: Amount | None = None
 
 
 class PeriodUsageOut(Schema):

@@ -56,8 +56,23 @@ def editor(request: HttpRequest) -> Caller:
     return found
 
 
+def bearer_token(header: str) -> str | None:
+    """The credential of an ``Authorization: Bearer <token>`` header (the scheme in any case,
+    as RFC 9110 has it), or None for any other header. Never logged: whatever a client sends
+    there may be a key, even in the wrong place."""
+    scheme, _, token = header.strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return token.strip() or None
+
+
 class ApiKeyAuth(HttpBearer):
-    """``Authorization: Bearer <key>`` with an active key of a team."""
+    """``Authorization: Bearer <key>`` with an active key of a team. The header is parsed
+    here, not by ninja's HttpBearer, which logs a malformed header whole (the key with it)."""
+
+    def __call__(self, request: HttpRequest) -> Caller | None:
+        token = bearer_token(request.headers.get(self.header) or "")
+        return None if token is None else self.authenticate(request, token)
 
     def authenticate(self, request: HttpRequest, token: str) -> Caller | None:
         key = api_key_authenticate(raw=token.strip())

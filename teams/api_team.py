@@ -10,7 +10,7 @@ from django.http import HttpRequest
 from ninja import Field, Router, Schema, Status
 from pydantic import ConfigDict
 
-from evalsite.schemas import with_errors
+from evalsite.schemas import Amount, BigCount, with_errors
 
 from .api import caller, editor, manager
 from .models import Team
@@ -45,8 +45,8 @@ class TeamSettingsPatch(Schema):
     """Only the fields sent change; `judge_prices` replaces the whole table."""
 
     model_config = ConfigDict(extra="forbid")
-    confirm_cost_above: float | None = None
-    confirm_tokens_above: int | None = None
+    confirm_cost_above: Amount | None = None
+    confirm_tokens_above: BigCount | None = None
     judge_prices: dict[str, Any] | None = Field(default=None, description=PRICES_HELP)
     # Any (not int): the service names the field in its 422 for a fraction, a string or 0.
     retention_days: Any = Field(

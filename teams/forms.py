@@ -9,6 +9,8 @@ from typing import Any
 from django import forms
 from django.contrib.auth.forms import UserCreationForm
 
+from evalsite.schemas import BIGINT_MAX, FLOAT_MAX, INT_MAX
+
 from .memberships import TEAM_NAME_MAX
 from .models import JudgeConnection, Role
 from .services import TeamValidationError
@@ -57,6 +59,7 @@ class TeamSettingsForm(forms.Form):
         required=False,
         label="When the cost is unknown, ask above (tokens)",
         min_value=0,
+        max_value=BIGINT_MAX,
         help_text="For judges with no price (yours or litellm's): re-scores estimated above "
         "this many tokens ask before starting.",
     )
@@ -103,6 +106,8 @@ class RetentionForm(forms.Form):
     retention_days = forms.IntegerField(
         required=False,
         label="Keep runs for (days)",
+        min_value=0,
+        max_value=INT_MAX,
         help_text="Runs older than this are deleted with their evaluations and labels, every "
         "hour. Empty: keep runs forever.",
     )
@@ -117,10 +122,18 @@ class RetentionForm(forms.Form):
 class BudgetForm(forms.Form):
     """The team's judge budget: each limit optional (empty: no limit)."""
 
-    daily_tokens = forms.IntegerField(label="Tokens per day", required=False, min_value=0)
-    daily_usd = forms.FloatField(label="USD per day", required=False, min_value=0)
-    monthly_tokens = forms.IntegerField(label="Tokens per month", required=False, min_value=0)
-    monthly_usd = forms.FloatField(label="USD per month", required=False, min_value=0)
+    daily_tokens = forms.IntegerField(
+        label="Tokens per day", required=False, min_value=0, max_value=BIGINT_MAX
+    )
+    daily_usd = forms.FloatField(
+        label="USD per day", required=False, min_value=0, max_value=FLOAT_MAX
+    )
+    monthly_tokens = forms.IntegerField(
+        label="Tokens per month", required=False, min_value=0, max_value=BIGINT_MAX
+    )
+    monthly_usd = forms.FloatField(
+        label="USD per month", required=False, min_value=0, max_value=FLOAT_MAX
+    )
 
 
 class ConnectionForm(forms.Form):

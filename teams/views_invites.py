@@ -9,6 +9,7 @@ secret in its address).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.contrib import messages
@@ -16,6 +17,7 @@ from django.contrib.auth import login
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.cache import add_never_cache_headers
+from django.utils.log import log_response
 from django.views.decorators.http import require_http_methods, require_POST
 
 from .access import TeamRequest, owner_required, team_object_or_404
@@ -118,4 +120,9 @@ def _page(
 ) -> HttpResponse:
     response = render(request, template, context, status=status)
     add_never_cache_headers(response)
+    if status >= 400:
+        # Logged here, as django.request would, but without the token the path carries (a
+        # used or expired one was a secret); log_response marks it logged for Django.
+        path = re.sub(r"/invite/[^/]+", "/invite/<token>", request.path)
+        log_response("%s: %s", response.reason_phrase, path, response=response, request=request)
     return response

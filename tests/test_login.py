@@ -131,6 +131,7 @@ def test_the_admin_sign_in_is_throttled_too(make_user, address):
         "/admin/login/", {"username": admin.username, "password": PASSWORD}, REMOTE_ADDR=address
     )
 
+    assert response.status_code == 429 and int(response["Retry-After"]) >= 1
     assert "Too many sign-in attempts for this account" in response.content.decode()
     assert "_auth_user_id" not in client.session
 

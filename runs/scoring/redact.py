@@ -12,10 +12,13 @@ from __future__ import annotations
 import re
 import secrets
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from urllib.parse import urlsplit
 
 MAX_ERROR_CHARS = 1000
 REDACTED_PATH = "<path>"
+DEPLOYMENT_JUDGE = "<the deployment's judge>"
 WITHHELD = "error details withheld; the operators' logs have them"
 
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\)", re.IGNORECASE)
@@ -43,6 +46,42 @@ _OWN_PATH = re.compile(
 )
 
 
+# Where the addresses no tenant may read come from: the deployment judge's base URL, which the
+# runs app registers (this module knows no settings). Read at each call, so a changed setting
+# is hidden at once.
+_hidden_sources: list[Callable[[], Iterable[str]]] = []
+
+
+def hide_addresses(source: Callable[[], Iterable[str]]) -> None:
+    """Register a source of URLs whose address (the URL, its host:port, a host name with a dot
+    or an IP address) ``tenant_error`` replaces with ``<the deployment's judge>``."""
+    _hidden_sources.append(source)
+
+
+def _address_forms(url: str) -> list[str]:
+    """The URL and the parts of it that name its host, longest first."""
+    try:
+        parts = urlsplit(url.strip())
+        host, netloc = parts.hostname or "", parts.netloc.rsplit("@", 1)[-1]
+    except ValueError:
+        return []
+    if not host:
+        return []
+    # A bare dotless name ("judge", "localhost") is also an ordinary word: only with its port.
+    bare = [host] if "." in host or ":" in host else []
+    forms = [url.strip().rstrip("/"), f"{parts.scheme}://{netloc}", netloc, *bare]
+    return sorted({f for f in forms if f}, key=len, reverse=True)
+
+
+def _hide_addresses(text: str) -> str:
+    for source in _hidden_sources:
+        for url in source():
+            for form in _address_forms(url or ""):
+                pattern = rf"(?<![\w.-]){re.escape(form)}(?:/[^\s'\"(),;<>\[\]]*)?(?![\w-])"
+                text = re.sub(pattern, DEPLOYMENT_JUDGE, text, flags=re.IGNORECASE)
+    return text
+
+
 def new_ref() -> str:
     """A short random id tying a tenant's message to the operators' log line."""
     return secrets.token_hex(6)
@@ -54,8 +93,9 @@ def internal_error(ref: str) -> str:
 
 
 def tenant_error(message: str, *, limit: int = MAX_ERROR_CHARS) -> str:
-    """``message`` without a traceback or a server path, at most ``limit`` characters."""
-    text = str(message)
+    """``message`` without a traceback, a server path or the deployment judge's address, at
+    most ``limit`` characters."""
+    text = _hide_addresses(str(message))
     cut = _TRACEBACK.search(text)
     if cut is not None:
         text = text[: cut.start()].rstrip(" \n:-") or WITHHELD
