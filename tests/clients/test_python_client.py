@@ -94,6 +94,7 @@ def _connections_team_and_otel(c) -> None:
     assert c.get_team_settings()["confirm_tokens_above"] == 200_000
     assert c.set_otel_service("support-agent", "support")[0]["rubric"]["slug"] == "support"
     assert c.list_otel_services()[0]["service_name"] == "support-agent"
+    assert c.list_otel_rejections(limit=5) == []  # every trace sent so far made its run
     assert c.set_budget(daily_tokens=10_000_000)["daily_tokens"] == 10_000_000
     assert c.get_budget()["usage"][0]["token_limit"] == 10_000_000
     assert c.get_usage(start="2026-01-01", end="2026-01-31")["days"] == []

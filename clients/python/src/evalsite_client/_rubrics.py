@@ -12,6 +12,7 @@ from .types import (
     Connection,
     Invite,
     NewInvite,
+    OtelRejection,
     OtelService,
     Rubric,
     RubricPage,
@@ -157,6 +158,11 @@ class RubricsMixin(BaseClient):
         """The default rubric of spans from ``service_name`` (None removes it)."""
         payload = {"service_name": service_name, "rubric": rubric}
         return cast(list[OtelService], self._json("runs_api_otel_set_service", json=payload))
+
+    def list_otel_rejections(self, limit: int = 50) -> list[OtelRejection]:
+        """The team's newest OTLP rejections and warnings, newest first (docs/otel.md)."""
+        page = self._json("runs_api_otel_list_rejections", params={"limit": limit})
+        return cast(list[OtelRejection], page["items"])
 
     # --- Judge budget and usage (docs/budgets.md) ------------------------------------------------
 

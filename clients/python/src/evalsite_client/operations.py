@@ -139,6 +139,7 @@ OPERATIONS: dict[str, Operation] = {
     # OpenTelemetry: the services' default rubrics (the OTLP receiver itself is for exporters)
     "runs_api_otel_list_services": _op("GET", "/api/otel/services", "list_otel_services"),
     "runs_api_otel_set_service": _op("PUT", "/api/otel/services", "set_otel_service"),
+    "runs_api_otel_list_rejections": _op("GET", "/api/otel/rejections", "list_otel_rejections"),
 }
 
 # Operations a client does not call: OTLP/HTTP is spoken by OpenTelemetry exporters.

@@ -313,6 +313,16 @@ class OtelService(TypedDict):
     rubric: dict[str, Any]
 
 
+class OtelRejection(TypedDict):
+    id: str
+    created_at: str
+    kind: str  # no_content, late, no_run, rubric, too_large, invalid, expired
+    trace_id: str
+    span_id: str
+    spans: int
+    reason: str
+
+
 # --- Pages (generic TypedDicts need Python 3.11: one class per item type) -----------------------
 
 
