@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 
 import pytest
@@ -16,6 +15,7 @@ import pytest
 from runs.models import AgentRun, Evaluation
 from runs.models import Status as RunStatus
 from tests.conftest import ROOT, wait_for
+from tests.node import npm_project
 from tests.otel.test_convention_aisdk import (
     GENERATE_ANSWER,
     GENERATE_STEPS,
@@ -29,33 +29,12 @@ from tests.otel.test_ingest import kinds
 pytestmark = pytest.mark.worker
 
 PROJECT = ROOT / "tests" / "otel" / "node_aisdk"
-MIN_NODE = 20
-
-
-def _installed_is_stale() -> bool:
-    # npm ci leaves node_modules/.package-lock.json behind; an older one than the lockfile
-    # means the lockfile changed since.
-    installed = PROJECT / "node_modules" / ".package-lock.json"
-    lock = PROJECT / "package-lock.json"
-    return not installed.exists() or installed.stat().st_mtime < lock.stat().st_mtime
 
 
 @pytest.fixture(scope="session")
 def aisdk_node() -> str:
     """node's path, with the project's dependencies installed from its lockfile."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.fail("node and npm are required for the AI SDK test: run scripts/ensure-node")
-    version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout
-    if int(version.lstrip("v").split(".")[0]) < MIN_NODE:
-        pytest.fail(f"the AI SDK test needs Node {MIN_NODE} or newer, found {version.strip()}")
-    if _installed_is_stale():
-        done = subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund"],
-            cwd=PROJECT, capture_output=True, text=True, timeout=600,
-        )  # fmt: skip
-        assert done.returncode == 0, f"npm ci failed:\n{done.stdout}\n{done.stderr}"
-    return node
+    return npm_project(PROJECT)[0]
 
 
 def _runs_by_agent(team, count: int) -> dict[str, AgentRun] | None:

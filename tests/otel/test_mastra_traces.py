@@ -8,7 +8,6 @@ a failure, not a skip: scripts/ensure-node installs them.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 
 from runs.models import AgentRun, CriterionVerdict, Evaluation, Status
 from tests.conftest import wait_for
+from tests.node import npm_project
 from tests.otel.test_convention_mastra import (
     ANSWER,
     BRIEF,
@@ -30,37 +30,16 @@ from tests.otel.test_convention_mastra import (
 pytestmark = pytest.mark.worker
 
 PROJECT = Path(__file__).parent / "node_mastra"
-MIN_NODE = 20  # @mastra/core 1.71 asks for 22.13 and runs on 20 with a warning
 BRIEF_CRITERIA = [
     {"description": 'Mentions "instant feedback"', "required": True},
     {"description": 'Says who has "the final say"', "required": True},
 ]
 
 
-def _installed_is_stale() -> bool:
-    # npm ci leaves node_modules/.package-lock.json behind; an older one than the lockfile
-    # means the lockfile changed since.
-    installed = PROJECT / "node_modules" / ".package-lock.json"
-    lock = PROJECT / "package-lock.json"
-    return not installed.exists() or installed.stat().st_mtime < lock.stat().st_mtime
-
-
 @pytest.fixture(scope="session")
 def node() -> str:
     """node's path, with the project's dependencies installed from its lockfile."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.fail("node and npm are required for the Mastra traces: run scripts/ensure-node")
-    version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout
-    if int(version.lstrip("v").split(".")[0]) < MIN_NODE:
-        pytest.fail(f"the Mastra traces need Node {MIN_NODE} or newer, found {version.strip()}")
-    if _installed_is_stale():
-        done = subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund"],
-            cwd=PROJECT, capture_output=True, text=True, timeout=600,
-        )  # fmt: skip
-        assert done.returncode == 0, f"npm ci failed:\n{done.stdout}\n{done.stderr}"
-    return node
+    return npm_project(PROJECT)[0]
 
 
 def _calls(run: AgentRun) -> list[tuple[str, str, object]]:
