@@ -13,7 +13,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from pydantic import ConfigDict
 
 from evalsite.pagination import page_size
-from evalsite.schemas import with_errors
+from evalsite.schemas import INT_MAX, with_errors
 from teams.api import caller, editor, manager
 
 from .otel.decode import PROTOBUF_TYPES, export_decode
@@ -117,7 +117,9 @@ class RejectionPageOut(Schema):
 @router.get("/rejections", response=with_errors({200: RejectionPageOut}))
 def list_rejections(
     request: HttpRequest,
-    limit: int = Query(50, ge=1, description="How many, capped at EVALSITE_PAGE_SIZE_MAX"),
+    limit: int = Query(
+        50, ge=1, le=INT_MAX, description="How many, capped at EVALSITE_PAGE_SIZE_MAX"
+    ),
 ):
     """The team's newest OTLP rejections and warnings first (the newest
     EVALSITE_OTEL_REJECTIONS_KEPT are kept): what made no run, and why."""
