@@ -1,9 +1,14 @@
 """Reviewing with the keyboard in Debian's Chromium: a / d / j / k / n on the review page."""
 
+import os
+from pathlib import Path
+
 import pytest
+from playwright.sync_api import expect
 
 from reviews.models import VerdictLabel, VerdictOverride
 from runs.models import AgentRun
+from tests.browser.test_trajectory import forty_steps
 from tests.reviews.conftest import CRITERIA, judge_pending
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -76,3 +81,56 @@ def test_escape_leaves_the_note_without_saving(browser_page, sign_in, teammate, 
 
     assert page.evaluate("document.activeElement.dataset.key") == "c2"
     assert not VerdictOverride.objects.exists()
+
+
+LONG_SYSTEM = "You are a polite support agent. " * 40
+LONG_OUTPUT = "\n\n".join(
+    f"Paragraph {i}: your refund for order number 1234 was sent today, thanks for waiting."
+    for i in range(60)
+)
+SHOTS = os.environ.get("EVALSITE_SCREENSHOTS_DIR")
+# The height of an element's part that shows: its box cut by the window and by every ancestor
+# that clips or scrolls.
+VISIBLE_HEIGHT = """el => {
+  let r = el.getBoundingClientRect(), top = Math.max(r.top, 0);
+  let bottom = Math.min(r.bottom, window.innerHeight);
+  for (let a = el.parentElement; a; a = a.parentElement) {
+    if (getComputedStyle(a).overflowY === "visible") continue;
+    const b = a.getBoundingClientRect();
+    top = Math.max(top, b.top); bottom = Math.min(bottom, b.bottom);
+  }
+  return Math.max(0, bottom - top);
+}"""
+
+
+@pytest.mark.parametrize("width,height", [(1280, 900), (390, 844)])
+def test_the_output_under_review_is_readable_on_a_laptop_and_a_phone(
+    browser_page, sign_in, teammate, make_rubric, make_run, fake_judge, width, height, tmp_path
+):
+    rubric = make_rubric(criteria=CRITERIA, alignment_mode="off")
+    # A long system prompt and task, a 40-step trajectory, and a long final answer.
+    messages, steps = forty_steps()
+    messages[0]["content"] = LONG_SYSTEM
+    steps.append({"role": "assistant", "content": LONG_OUTPUT})
+    run = make_run(rubric=rubric.slug, input={"messages": messages}, output=steps)
+    judge_pending()
+    page = sign_in(browser_page, teammate)
+    page.set_viewport_size({"width": width, "height": height})
+    page.goto(f"/reviews/{rubric.id}/runs/{run.id}/")
+    output = page.get_by_test_id("output")
+    output.scroll_into_view_if_needed()
+    page.screenshot(path=str(Path(SHOTS or tmp_path) / f"review-{width}.png"))
+
+    # How much of the box shows once scrolled to: inside the window and every clipping box.
+    assert output.evaluate(VISIBLE_HEIGHT) >= 200
+    # No box hides what it holds (they used to be squeezed to their headers, clipped).
+    clipped = page.eval_on_selector_all(
+        ".conversation > .msg",
+        "els => els.map(e => e.scrollHeight - e.clientHeight).filter(d => d > 1)",
+    )
+    assert clipped == []
+    # All of the output can be read: the last paragraph is reached by scrolling (the page or
+    # the column), never cut off by its box.
+    last = output.get_by_text("Paragraph 59:")
+    last.scroll_into_view_if_needed()
+    expect(last).to_be_in_viewport()
