@@ -1,4 +1,6 @@
-"""Reviewing with the keyboard in Debian's Chromium: a / d / j / k / n on the review page."""
+"""Reviewing in Debian's Chromium with the keyboard only (a / d / j / k / n) and with the mouse
+only, each checked against the labels and notes the reviewer meant; and the output under review
+readable on a laptop and a phone."""
 
 import os
 from pathlib import Path
@@ -23,6 +25,40 @@ def queue(make_rubric, make_run, fake_judge):
     return rubric, newer, older
 
 
+# A note full of the review page's shortcut letters (a, d, j, k, n, p): typed into the note,
+# none of them may act.
+NOTE = "A bad, odd ad: it jokes and jabs, kinda awkward; and no apology, nada, a dud"
+
+
+def history(run) -> list[tuple[str, bool | None, str]]:
+    """Every change made to ``run``'s labels, oldest first: criterion, verdict, note."""
+    rows = VerdictOverride.objects.filter(run=run).order_by("created_at")
+    return [(o.criterion_key, o.to_satisfied, o.note) for o in rows]
+
+
+def test_a_reviewer_reviews_a_run_with_the_mouse_only(browser_page, sign_in, teammate, queue):
+    rubric, newer, _ = queue
+    page = sign_in(browser_page, teammate)
+    page.goto(f"/reviews/{rubric.id}/")
+    with page.expect_navigation():
+        page.get_by_test_id("start-review").click()
+
+    with page.expect_navigation():
+        page.get_by_test_id("criterion-c1").locator('[data-action="agree"]').click()
+    c2 = page.get_by_test_id("criterion-c2")
+    c2.locator('[data-action="disagree"]').click()
+    # The caret is in the note at once: what the reviewer types is the note, never a shortcut.
+    expect(c2.locator("textarea[name=note]")).to_be_focused()
+    page.keyboard.type(NOTE)
+    with page.expect_navigation():
+        c2.get_by_role("button", name="Mark not satisfied").click()
+
+    assert history(newer) == [("c1", True, ""), ("c2", False, NOTE)]
+    labels = {lb.criterion_key: lb.satisfied for lb in VerdictLabel.objects.filter(run=newer)}
+    assert labels == {"c1": True, "c2": False}  # c3 untouched
+    expect(page.get_by_test_id("criterion-c2").locator(".rc-note")).to_have_text(f"Note: {NOTE}")
+
+
 def test_a_reviewer_agrees_and_disagrees_with_the_keyboard(browser_page, sign_in, teammate, queue):
     rubric, newer, older = queue
     page = sign_in(browser_page, teammate)
@@ -41,7 +77,9 @@ def test_a_reviewer_agrees_and_disagrees_with_the_keyboard(browser_page, sign_in
 
     page.keyboard.press("d")
     assert page.evaluate("document.activeElement.name") == "note"
-    page.keyboard.type("It never gives the order number")
+    page.keyboard.type(NOTE)
+    page.keyboard.press("Shift+Enter")  # a new line, not a save
+    page.keyboard.type("second line")
     with page.expect_navigation():
         page.keyboard.press("Enter")
     assert "(overridden)" in page.get_by_test_id("human-c2").inner_text()
@@ -64,8 +102,11 @@ def test_a_reviewer_agrees_and_disagrees_with_the_keyboard(browser_page, sign_in
 
     labels = {lb.criterion_key: lb.satisfied for lb in VerdictLabel.objects.filter(run=newer)}
     assert labels == {"c1": True, "c2": False, "c3": True}
-    note = VerdictOverride.objects.get(run=newer, criterion_key="c2").note
-    assert note == "It never gives the order number"
+    assert history(newer) == [
+        ("c1", True, ""),
+        ("c2", False, f"{NOTE}\nsecond line"),
+        ("c3", True, ""),
+    ]
     assert AgentRun.objects.get(pk=newer.pk).passed is False
 
 
