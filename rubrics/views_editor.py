@@ -10,6 +10,7 @@ from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evalsite.errors import page_message
@@ -70,6 +71,7 @@ def rubric_list(request: TeamRequest) -> HttpResponse:
 # --- Create ------------------------------------------------------------------------------------
 
 
+@never_cache
 @editor_required
 @require_http_methods(["GET", "POST"])
 def rubric_new(request: TeamRequest) -> HttpResponse:
@@ -218,6 +220,7 @@ def _version_numbered(versions: list[rubric_stats.VersionRow], number: int) -> A
     return next((row.version for row in versions if row.version.number == number), None)
 
 
+@never_cache
 @team_required
 @require_GET
 def rubric_detail(request: TeamRequest, rubric_id: Any) -> HttpResponse:
@@ -243,6 +246,7 @@ def _posted_draft(
     return formset, meta, view_form, draft_rows_from_formset(formset)
 
 
+@never_cache
 @editor_required
 @require_POST
 def rubric_criteria(request: TeamRequest, rubric_id: Any) -> HttpResponse:
@@ -340,6 +344,7 @@ def _save(
     return redirect_after_post(request, url)
 
 
+@never_cache
 @editor_required
 @require_POST
 def rubric_settings(request: TeamRequest, rubric_id: Any) -> HttpResponse:
@@ -359,6 +364,7 @@ def rubric_settings(request: TeamRequest, rubric_id: Any) -> HttpResponse:
     return render(request, template, _editor_context(request, rubric, settings_form=form))
 
 
+@never_cache
 @editor_required
 @require_POST
 def rubric_try_view(request: TeamRequest, rubric_id: Any) -> HttpResponse:
