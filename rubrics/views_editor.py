@@ -58,7 +58,7 @@ from .services import (
 from .views_common import redirect_after_post, rubric_or_404
 from .views_compare import gated_save
 from .views_working_copy import restored_editor
-from .working_copy import working_copy_discard
+from .working_copy import working_copy_discard, working_copy_revision
 
 
 @team_required
@@ -196,6 +196,9 @@ def _editor_context(request: TeamRequest, rubric: Rubric, **overrides: Any) -> d
             rubric, connections=judge_connections_list(team=request.team)
         ),
         "dirty": False,
+        # What the editor's autosaves are based on (restored edits say their own base).
+        "base_number": rubric.current_version.number if rubric.current_version else None,
+        "revision": working_copy_revision(rubric=rubric, user=request.user),
     }
     context.update(overrides)
     return context
