@@ -44,8 +44,19 @@
     noteOf(details).focus();
   }
 
-  // However Disagree opened (a click on its summary, Enter or Space on it, the d key), the
-  // caret goes to the note. "toggle" does not bubble: listen while capturing.
+  // A click on Disagree (or Enter or Space on it) opens it and moves the caret to the note in
+  // the same task: the browser's own opening fires "toggle" a task later, and letters typed
+  // meanwhile would reach the summary, where a / d / j / k are shortcuts.
+  list.addEventListener("click", function (event) {
+    var summary = event.target.closest && event.target.closest("details.rc-disagree > summary");
+    if (!summary || summary.parentElement.open) return; // closing: the browser does it
+    event.preventDefault();
+    summary.parentElement.open = true;
+    noteOf(summary.parentElement).focus();
+  });
+
+  // However else Disagree opened, the caret goes to the note. "toggle" does not bubble:
+  // listen while capturing.
   list.addEventListener("toggle", function (event) {
     var details = event.target;
     if (!details.matches || !details.matches("details.rc-disagree") || !details.open) return;

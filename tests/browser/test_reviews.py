@@ -47,9 +47,11 @@ def test_a_reviewer_reviews_a_run_with_the_mouse_only(browser_page, sign_in, tea
         page.get_by_test_id("criterion-c1").locator('[data-action="agree"]').click()
     c2 = page.get_by_test_id("criterion-c2")
     c2.locator('[data-action="disagree"]').click()
-    # The caret is in the note at once: what the reviewer types is the note, never a shortcut.
-    expect(c2.locator("textarea[name=note]")).to_be_focused()
+    # The caret is in the note at once (typed straight after the click, nothing waited for):
+    # what the reviewer types is the note, never a shortcut.
     page.keyboard.type(NOTE)
+    expect(c2.locator("textarea[name=note]")).to_be_focused()
+    expect(c2.locator("textarea[name=note]")).to_have_value(NOTE)
     with page.expect_navigation():
         c2.get_by_role("button", name="Mark not satisfied").click()
 
