@@ -14,6 +14,7 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from evalsite.errors import page_message
@@ -75,6 +76,7 @@ def _int(value: Any, default: int | None = None) -> int | None:
 # --- Queue ------------------------------------------------------------------------------------
 
 
+@never_cache
 @team_required
 @require_GET
 def queue(request: HttpRequest, rubric_id: Any) -> HttpResponse:
@@ -153,6 +155,7 @@ def _review_context(
     }
 
 
+@never_cache
 @team_required
 @require_GET
 def review(request: HttpRequest, rubric_id: Any, run_id: Any) -> HttpResponse:
@@ -200,6 +203,7 @@ def _invalid(
     return render(request, "reviews/review.html", context, status=422)
 
 
+@never_cache
 @editor_required
 @require_POST
 def review_verdict(request: HttpRequest, rubric_id: Any, run_id: Any) -> HttpResponse:
@@ -226,6 +230,7 @@ def review_verdict(request: HttpRequest, rubric_id: Any, run_id: Any) -> HttpRes
     return _after_change(request, rubric, run, key)
 
 
+@never_cache
 @editor_required
 @require_POST
 def review_alignment(request: HttpRequest, rubric_id: Any, run_id: Any) -> HttpResponse:
@@ -350,12 +355,14 @@ def _candidate_text(rubric: Rubric) -> str:
     )
 
 
+@never_cache
 @team_required
 @require_GET
 def golden(request: HttpRequest, rubric_id: Any) -> HttpResponse:
     return _golden_page(request, _rubric_or_404(request, rubric_id))
 
 
+@never_cache
 @editor_required
 @require_POST
 def golden_start(request: HttpRequest, rubric_id: Any) -> HttpResponse:
@@ -385,12 +392,14 @@ def _consistency_page(
     return render(request, "reviews/consistency.html", context, status=422 if errors else 200)
 
 
+@never_cache
 @team_required
 @require_GET
 def consistency(request: HttpRequest, rubric_id: Any) -> HttpResponse:
     return _consistency_page(request, _rubric_or_404(request, rubric_id))
 
 
+@never_cache
 @editor_required
 @require_POST
 def consistency_start(request: HttpRequest, rubric_id: Any) -> HttpResponse:
@@ -443,6 +452,7 @@ def rubric_flags(request: HttpRequest, rubric_id: Any) -> HttpResponse:
 # --- Teach the judge: a reviewed verdict becomes a graded example (rubrics.examples) ----------
 
 
+@never_cache
 @editor_required
 @require_POST
 def review_example(request: HttpRequest, rubric_id: Any, run_id: Any) -> HttpResponse:

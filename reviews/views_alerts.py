@@ -9,6 +9,7 @@ from django import forms
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from evalsite.schemas import FLOAT_MAX, INT_MAX
@@ -66,6 +67,7 @@ def _page(request: TeamRequest, form: AlertRuleForm | None = None, status: int =
     return render(request, "reviews/alerts.html", context, status=status)
 
 
+@never_cache
 @team_required
 @require_GET
 def alerts(request: HttpRequest) -> HttpResponse:
@@ -86,6 +88,7 @@ def _saved(form: AlertRuleForm, save: Any) -> bool:
     return True
 
 
+@never_cache
 @editor_required
 @require_POST
 def alert_rule_new(request: TeamRequest) -> HttpResponse:
@@ -96,6 +99,7 @@ def alert_rule_new(request: TeamRequest) -> HttpResponse:
     return _page(request, form, status=422)
 
 
+@never_cache
 @editor_required
 def alert_rule_edit(request: TeamRequest, rule_id: Any) -> HttpResponse:
     rule = alert_rule_get(team=request.team, rule_id=rule_id)

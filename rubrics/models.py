@@ -210,6 +210,10 @@ class WorkingCopy(models.Model):
     # {"criteria": [{"key", "description", "required"}], "note", "import_text", "judge_view",
     #  "run_token_budget", "instructions"}: validated by rubrics.working_copy when written.
     state = models.JSONField()
+    # A new value at every save: the editor page sends back the one it was rendered with, and
+    # an autosave from a page older than the copy (another tab, a page restored by the back
+    # button) is refused instead of overwriting newer edits (rubrics.working_copy).
+    revision = models.UUIDField(default=uuid.uuid4)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

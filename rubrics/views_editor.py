@@ -10,6 +10,7 @@ from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evalsite.errors import page_message
@@ -57,7 +58,7 @@ from .services import (
 from .views_common import redirect_after_post, rubric_or_404
 from .views_compare import gated_save
 from .views_working_copy import restored_editor
-from .working_copy import working_copy_discard
+from .working_copy import working_copy_discard, working_copy_revision
 
 
 @team_required
@@ -70,6 +71,7 @@ def rubric_list(request: TeamRequest) -> HttpResponse:
 # --- Create ------------------------------------------------------------------------------------
 
 
+@never_cache
 @editor_required
 @require_http_methods(["GET", "POST"])
 def rubric_new(request: TeamRequest) -> HttpResponse:
@@ -194,6 +196,9 @@ def _editor_context(request: TeamRequest, rubric: Rubric, **overrides: Any) -> d
             rubric, connections=judge_connections_list(team=request.team)
         ),
         "dirty": False,
+        # What the editor's autosaves are based on (restored edits say their own base).
+        "base_number": rubric.current_version.number if rubric.current_version else None,
+        "revision": working_copy_revision(rubric=rubric, user=request.user),
     }
     context.update(overrides)
     return context
@@ -218,6 +223,7 @@ def _version_numbered(versions: list[rubric_stats.VersionRow], number: int) -> A
     return next((row.version for row in versions if row.version.number == number), None)
 
 
+@never_cache
 @team_required
 @require_GET
 def rubric_detail(request: TeamRequest, rubric_id: Any) -> HttpResponse:
@@ -243,6 +249,7 @@ def _posted_draft(
     return formset, meta, view_form, draft_rows_from_formset(formset)
 
 
+@never_cache
 @editor_required
 @require_POST
 def rubric_criteria(request: TeamRequest, rubric_id: Any) -> HttpResponse:
@@ -340,6 +347,7 @@ def _save(
     return redirect_after_post(request, url)
 
 
+@never_cache
 @editor_required
 @require_POST
 def rubric_settings(request: TeamRequest, rubric_id: Any) -> HttpResponse:
@@ -359,6 +367,7 @@ def rubric_settings(request: TeamRequest, rubric_id: Any) -> HttpResponse:
     return render(request, template, _editor_context(request, rubric, settings_form=form))
 
 
+@never_cache
 @editor_required
 @require_POST
 def rubric_try_view(request: TeamRequest, rubric_id: Any) -> HttpResponse:

@@ -9,6 +9,7 @@ is a 404); viewers edit nothing (403)."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.contrib import messages
@@ -17,7 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
-from evalsite.errors import page_message
+from evalsite.errors import AppError, FieldErrors, page_message
 from teams.access import TeamRequest, editor_required
 
 from .forms import (
@@ -31,6 +32,7 @@ from .models import Criterion, Rubric, WorkingCopy
 from .services import RubricValidationError
 from .views_common import redirect_after_post, rubric_or_404
 from .working_copy import (
+    WorkingCopyConflict,
     WorkingCopyState,
     working_copy_discard,
     working_copy_get,
@@ -70,21 +72,42 @@ def _base_number(request: TeamRequest) -> int | None:
     return int(value)
 
 
-def _error_answer(exc: RubricValidationError) -> JsonResponse:
+def _based_on(request: TeamRequest) -> uuid.UUID | None:
+    """The revision of the copy the page was rendered from; empty: the page had none."""
+    value = request.POST.get("revision", "")
+    if not value:
+        return None
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise RubricValidationError({"revision": "must be a revision id"}) from None
+
+
+def _error_answer(exc: AppError) -> JsonResponse:
     """The editor's script shows ``message``; ``extra.errors`` names each field."""
-    return JsonResponse(
-        {"message": page_message(exc), "extra": {"errors": exc.errors}}, status=exc.status
-    )
+    extra = {"errors": exc.errors} if isinstance(exc, FieldErrors) else {}
+    return JsonResponse({"message": page_message(exc), "extra": extra}, status=exc.status)
 
 
-def _copy_answer(copy: WorkingCopy | None) -> JsonResponse:
+def _copy_answer(copy: WorkingCopy | None, rubric: Rubric) -> JsonResponse:
+    """What the server holds now; the editor's next autosave is based on ``revision`` (none
+    when there is no copy) and ``base_version``."""
     if copy is None:
-        return JsonResponse({"state": "clean", "label": "No unsaved edits"})
+        current = rubric.current_version.number if rubric.current_version else None
+        return JsonResponse(
+            {
+                "state": "clean",
+                "label": "No unsaved edits",
+                "revision": None,
+                "base_version": current,
+            }
+        )
     return JsonResponse(
         {
             "state": "saved",
             "label": saved_label(copy),
             "saved_at": copy.updated_at.isoformat(),
+            "revision": str(copy.revision),
             "base_version": copy.base_version.number if copy.base_version else None,
             "edits": copy.state,
         }
@@ -95,23 +118,28 @@ def _copy_answer(copy: WorkingCopy | None) -> JsonResponse:
 @require_http_methods(["GET", "POST"])
 def rubric_working_copy(request: TeamRequest, rubric_id: Any) -> HttpResponse:
     """GET: the caller's unsaved edits of the rubric (404 when there are none). POST: store
-    the editor form as posted (``base_version``: the version number it was loaded from);
-    over a limit is a 422 naming the field."""
+    the editor form as posted (``base_version``: the version number it was loaded from,
+    ``revision``: the copy's revision the page was rendered from, empty when none); over a
+    limit is a 422 naming the field, a page older than what is stored a 409 saying so."""
     rubric = rubric_or_404(request, rubric_id)
     if request.method == "GET":
         copy = working_copy_get(rubric=rubric, user=request.user)
         if copy is None:
             return JsonResponse({"message": "No unsaved edits of this rubric."}, status=404)
-        return _copy_answer(copy)
+        return _copy_answer(copy, rubric)
     try:
         state: dict[str, Any] = {"criteria": _posted_rows(request)}
         state |= {name: request.POST.get(name, "") for name in TEXT_FIELDS}
         copy = working_copy_save(
-            rubric=rubric, user=request.user, state=state, base_number=_base_number(request)
+            rubric=rubric,
+            user=request.user,
+            state=state,
+            base_number=_base_number(request),
+            based_on=_based_on(request),
         )
-    except RubricValidationError as exc:
+    except (RubricValidationError, WorkingCopyConflict) as exc:
         return _error_answer(exc)
-    return _copy_answer(copy)
+    return _copy_answer(copy, rubric)
 
 
 @editor_required

@@ -13,10 +13,15 @@ Not to be confused with draft *versions* (unpublished ``RubricVersion`` rows, ru
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, ValidationError
+
+from evalsite.errors import Conflict
 
 from .models import Criterion, JudgeView, Rubric, RubricVersion, WorkingCopy
 from .services import MAX_INSTRUCTIONS_CHARS, RubricValidationError, criterion_too_long
@@ -136,24 +141,84 @@ def _base_version(rubric: Rubric, number: int | None) -> RubricVersion | None:
     return version
 
 
+class WorkingCopyConflict(Conflict):
+    """Edits from an editor page older than what the server holds (409): saving them would
+    overwrite newer edits, or bring back edits already saved as a version or discarded."""
+
+
+def _check_based_on(
+    rubric: Rubric, copy: WorkingCopy | None, based_on: uuid.UUID | None, base: int | None
+) -> None:
+    """Refuse edits whose page was rendered from another state than the one stored: the copy
+    at revision ``based_on`` (None: no copy, the form loaded from version number ``base``)."""
+    reload = "Reload the page to continue from them."
+    if copy is not None and copy.revision != based_on:
+        when = f"{timezone.localtime(copy.updated_at):%H:%M}"
+        raise WorkingCopyConflict(
+            f"Not saved: newer edits of this rubric were saved at {when}, in another tab or "
+            f"after this page was opened. {reload}"
+        )
+    if copy is None and based_on is not None:
+        raise WorkingCopyConflict(
+            "Not saved: the edits this page shows were saved as a version or discarded since "
+            "it was opened. Reload the page to edit the current version."
+        )
+    current = Rubric.objects.filter(pk=rubric.pk).values_list("current_version__number").get()[0]
+    if copy is None and base != current:
+        raise WorkingCopyConflict(
+            f"Not saved: version {current} was saved after this page was opened (from version "
+            f"{base}). Reload the page to edit it."
+        )
+
+
 def working_copy_save(
-    *, rubric: Rubric, user: Any, state: dict[str, Any], base_number: int | None
+    *,
+    rubric: Rubric,
+    user: Any,
+    state: dict[str, Any],
+    base_number: int | None,
+    based_on: uuid.UUID | None,
 ) -> WorkingCopy | None:
-    """Store ``user``'s unsaved edits of ``rubric`` (the editor form loaded from version
-    ``base_number``). Edits that match the current version are no edits: the copy is deleted
-    and None returned. Raises RubricValidationError naming the field over a limit."""
+    """Store ``user``'s unsaved edits of ``rubric``: the editor form loaded from version
+    ``base_number`` and, when the page had one, from the copy at revision ``based_on``. Edits
+    that match the current version are no edits: the copy is deleted and None returned.
+
+    Compare-and-set: a page rendered from another revision than the stored copy's (or with a
+    copy when none is stored any more, or from a version that is no longer current when none
+    is) raises WorkingCopyConflict and changes nothing. Raises RubricValidationError naming
+    the field over a limit."""
     parsed = working_copy_validate(state)
     base = _base_version(rubric, base_number)
+    rubric.refresh_from_db(fields=["current_version"])
     criteria = list(
         Criterion.objects.filter(version_id=rubric.current_version_id).order_by("position")
     )
-    if not state_has_edits(parsed, rubric.current_version, criteria):
-        working_copy_discard(rubric=rubric, user=user)
-        return None
-    copy, _ = WorkingCopy.objects.update_or_create(
-        rubric=rubric, user=user, defaults={"state": parsed.model_dump(), "base_version": base}
-    )
+    with transaction.atomic():
+        copy = WorkingCopy.objects.select_for_update().filter(rubric=rubric, user=user).first()
+        _check_based_on(rubric, copy, based_on, base_number)
+        if not state_has_edits(parsed, rubric.current_version, criteria):
+            working_copy_discard(rubric=rubric, user=user)
+            return None
+        if copy is None:
+            copy = WorkingCopy(rubric=rubric, user=user)
+        copy.state, copy.base_version, copy.revision = parsed.model_dump(), base, uuid.uuid4()
+        try:
+            with transaction.atomic():
+                copy.save()
+        except IntegrityError as exc:  # another request created the copy meanwhile
+            raise WorkingCopyConflict(
+                "Not saved: other edits of this rubric were saved at the same moment. Reload "
+                "the page to continue from them."
+            ) from exc
     return copy
+
+
+def working_copy_revision(*, rubric: Rubric, user: Any) -> uuid.UUID | None:
+    """The revision of ``user``'s copy of ``rubric`` the editor page is rendered from (None:
+    no copy): its autosaves send it back."""
+    found = WorkingCopy.objects.filter(rubric=rubric, user=user).values_list("revision")
+    row = found.first()
+    return row[0] if row else None
 
 
 def working_copy_discard(*, rubric: Rubric, user: Any) -> bool:

@@ -11,6 +11,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from evalsite.errors import page_message
@@ -229,6 +230,7 @@ def _selected_targets(request: TeamRequest, rubric_id: Any) -> list[tuple[Rubric
 MAX_SELECTED = 1000
 
 
+@never_cache
 @editor_required
 @require_POST
 def rescore_start(request: TeamRequest) -> HttpResponse:

@@ -8,6 +8,7 @@ from django import forms
 from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from teams.access import TeamRequest, owner_required, team_required
@@ -47,12 +48,14 @@ def _page(request: TeamRequest, form: ServiceRubricForm, status: int = 200) -> H
     return render(request, "runs/otel_services.html", context, status=status)
 
 
+@never_cache
 @team_required
 @require_GET
 def otel_services(request: TeamRequest) -> HttpResponse:
     return _page(request, ServiceRubricForm())
 
 
+@never_cache
 @owner_required
 @require_POST
 def otel_service_save(request: TeamRequest) -> HttpResponse:

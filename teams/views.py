@@ -12,6 +12,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.cache import add_never_cache_headers
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from evalsite.errors import page_message
@@ -118,12 +119,14 @@ def settings_page(request: TeamRequest, *, status: int = 200, **context: Any) ->
     return response
 
 
+@never_cache
 @team_required
 @require_GET
 def team_settings(request: TeamRequest) -> HttpResponse:
     return settings_page(request)
 
 
+@never_cache
 @editor_required
 @require_POST
 def team_settings_save(request: TeamRequest) -> HttpResponse:
@@ -141,6 +144,7 @@ def team_settings_save(request: TeamRequest) -> HttpResponse:
     return settings_page(request, settings_form=form)
 
 
+@never_cache
 @owner_required
 @require_POST
 def team_retention_save(request: TeamRequest) -> HttpResponse:
@@ -162,6 +166,7 @@ def team_retention_save(request: TeamRequest) -> HttpResponse:
     return settings_page(request, retention_form=form, status=422)
 
 
+@never_cache
 @editor_required
 @require_POST
 def team_budget_save(request: TeamRequest) -> HttpResponse:
@@ -212,6 +217,7 @@ def webhook_secret_rotate(request: TeamRequest) -> HttpResponse:
     return settings_page(request, new_webhook_secret=raw)
 
 
+@never_cache
 @owner_required
 @require_POST
 def connection_new(request: TeamRequest) -> HttpResponse:
@@ -238,6 +244,7 @@ def connection_new(request: TeamRequest) -> HttpResponse:
     )
 
 
+@never_cache
 @owner_required
 @require_POST
 def connection_edit(request: TeamRequest, connection_id: Any) -> HttpResponse:

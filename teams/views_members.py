@@ -11,6 +11,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from evalsite.errors import page_message
@@ -39,6 +40,7 @@ def apply_errors(
         form.add_error(name if name in form.fields else None, message)
 
 
+@never_cache
 @login_required
 @require_http_methods(["GET", "POST"])
 def no_team(request: HttpRequest) -> HttpResponse:
@@ -60,6 +62,7 @@ def no_team(request: HttpRequest) -> HttpResponse:
     return render(request, "teams/no_team.html", context, status=status)
 
 
+@never_cache
 @owner_required
 @require_POST
 def member_invite_view(request: TeamRequest) -> HttpResponse:

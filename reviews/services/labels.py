@@ -70,7 +70,8 @@ class LabelChange:
 
 
 def _clean_note(note: str | None, *, required: bool) -> str:
-    text = (note or "").strip()
+    # A browser sends a textarea's line breaks as CRLF: notes keep one kind, "\n".
+    text = (note or "").replace("\r\n", "\n").strip()
     if len(text) > NOTE_MAX:
         raise ReviewValidationError({"note": f"at most {NOTE_MAX} characters"})
     if required and not text:

@@ -2,9 +2,12 @@
 (function () {
   "use strict";
 
+  // Whether keys pressed at ``target`` are text being typed (a field, a select, or anything
+  // editable): single-key shortcuts never act then. Shared with the page scripts.
   function typing(target) {
-    return target && (target.isContentEditable || /^(input|textarea|select)$/i.test(target.tagName));
+    return !!target && (target.isContentEditable || /^(input|textarea|select)$/i.test(target.tagName));
   }
+  window.evalsiteTyping = typing;
 
   // A select inside <form data-autosubmit> submits its form when changed (team switcher).
   document.addEventListener("change", function (event) {
@@ -68,7 +71,8 @@
 
   // Elements marked data-hotkey="n" (links or buttons) are pressed by that key.
   document.addEventListener("keydown", function (event) {
-    if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
+    if (event.ctrlKey || event.metaKey || event.altKey || event.isComposing) return;
+    if (typing(event.target) || typing(document.activeElement)) return;
     var dialog = document.getElementById("keys-dialog");
     if (!dialog) return;
     if (event.key === "?") {

@@ -7,6 +7,10 @@
 //   away with edits still pending they are sent with navigator.sendBeacon;
 // - leaving the page asks first only while edits are pending or failed to save: once the
 //   server has them, leaving loses nothing.
+// - every autosave says what the page was rendered from (the copy's revision, else the
+//   version number); the server refuses one from an older page (409: another tab saved newer
+//   edits, or this page came back from the browser's history) and the note says why, so a
+//   stale page never overwrites newer edits.
 // The editor is swapped by htmx, so listeners are delegated and the form is looked up again.
 (function () {
   "use strict";
@@ -16,6 +20,7 @@
   var leaving = false;
   var stored = null; // the serialized form the server holds (or that matches the version)
   var base = ""; // the version number the page's form was loaded from
+  var revision = ""; // the revision of the server's copy this page's edits build on ("": none)
   var timer = null;
   var inFlight = null; // the serialized form being posted
   var settled = Promise.resolve(); // resolves once no autosave is in flight
@@ -50,6 +55,7 @@
   function body(el) {
     var params = new URLSearchParams(fields(el));
     params.set("base_version", base);
+    params.set("revision", revision);
     var token = el.querySelector("[name=csrfmiddlewaretoken]");
     if (token) params.set("csrfmiddlewaretoken", token.value);
     return params;
@@ -74,6 +80,11 @@
     return response.json().catch(function () { return {}; }).then(function (answer) {
       inFlight = null;
       if (leaving) return;
+      if (response.status === 409) { // this page is older than what the server holds
+        failed = true;
+        note("conflict", answer.message || "Not saved: newer edits were saved elsewhere. Reload the page.");
+        return;
+      }
       if (!response.ok || !answer.state) { // a refusal, or the login page: signed out
         failed = true;
         var why = answer.message ||
@@ -83,6 +94,8 @@
       }
       failed = false;
       stored = sent;
+      revision = answer.revision || "";
+      base = answer.base_version === null || answer.base_version === undefined ? "" : String(answer.base_version);
       if (serialized(form()) !== stored) return changed();
       lastState = [answer.state === "saved" ? "stored" : "clean", answer.label];
       note(lastState[0], lastState[1]);
@@ -174,6 +187,7 @@
     if (!el) return;
     stored = serialized(el);
     base = el.dataset.baseVersion || "";
+    revision = el.dataset.revision || "";
     var span = el.querySelector("[data-draft-state]");
     if (span) lastState = [span.dataset.draftState, span.textContent];
     // A page rendered from a post (no htmx) may hold edits the server does not have yet.

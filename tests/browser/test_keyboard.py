@@ -140,3 +140,37 @@ def test_the_top_bar_works_at_390_px_with_the_user_menu_reachable(
         ).to_be_attached()
     finally:
         context.close()
+
+
+def test_no_shortcut_acts_while_typing_in_any_kind_of_field(
+    browser_page,
+    sign_in,
+    teammate,
+    queue,  # noqa: F811
+):
+    rubric, newer, _ = queue
+    page = sign_in(browser_page, teammate)
+    page.goto(f"/reviews/{rubric.id}/runs/{newer.id}/")
+    # The review page's own fields are a textarea and hidden inputs; a text input, a select
+    # and an editable element inside a criterion stand for the fields any page may hold.
+    page.evaluate(
+        """() => {
+          const row = document.querySelector('[data-testid="criterion-c1"] .rc-main');
+          row.insertAdjacentHTML('beforeend',
+            '<input id="t-input"><select id="t-select"><option>a</option><option>d</option>' +
+            '<option>n</option></select><div id="t-editable" contenteditable="true"></div>');
+        }"""
+    )
+    for field in ("#t-input", "#t-select", "#t-editable", "#note-c2"):
+        if field == "#note-c2":
+            page.get_by_test_id("criterion-c2").locator("summary").click()
+        page.locator(field).focus()
+        for key in ("a", "d", "j", "k", "n", "p", "?"):
+            page.keyboard.press(key)
+        expect(page.locator(field)).to_be_focused()
+    page.wait_for_load_state("networkidle")
+    assert page.url.endswith(f"/runs/{newer.id}/")
+    expect(page.locator("#keys-dialog")).to_be_hidden()
+    expect(page.locator("#t-editable")).to_have_text("adjknp?")
+    expect(page.locator("#note-c2")).to_have_value("adjknp?")
+    assert not VerdictLabel.objects.filter(run=newer).exists()

@@ -121,7 +121,7 @@ def test_the_unsaved_edits_time_is_shown_in_the_readers_time_zone(
 
     rubric = make_rubric()
     state = WorkingCopyState(criteria=[CriterionRow(description="Restored")]).model_dump()
-    working_copy_save(rubric=rubric, user=owner, state=state, base_number=1)
+    working_copy_save(rubric=rubric, user=owner, state=state, base_number=1, based_on=None)
     WorkingCopy.objects.update(updated_at=datetime(2026, 12, 4, 10, 0, tzinfo=UTC))
     context = chromium.new_context(base_url=live_server.url, timezone_id="Asia/Kolkata")
     try:
@@ -144,7 +144,7 @@ def test_discarding_waits_for_an_autosave_in_flight_so_the_edits_stay_discarded(
 ):
     rubric = make_rubric()
     state = WorkingCopyState(criteria=[CriterionRow(description="Restored")]).model_dump()
-    working_copy_save(rubric=rubric, user=owner, state=state, base_number=1)
+    working_copy_save(rubric=rubric, user=owner, state=state, base_number=1, based_on=None)
     page = sign_in(browser_page, owner)
     held: list = []
     page.route("**/unsaved-edits/", lambda route: held.append(route))  # slow to reach the server
@@ -162,3 +162,25 @@ def test_discarding_waits_for_an_autosave_in_flight_so_the_edits_stay_discarded(
         'Mentions "refund"'
     )
     assert not WorkingCopy.objects.exists()
+
+
+def test_an_editor_page_older_than_the_stored_edits_never_overwrites_them(
+    browser_page, sign_in, owner, make_rubric
+):
+    rubric = make_rubric()
+    old = sign_in(browser_page, owner)
+    old.goto(f"/rubrics/{rubric.id}/")
+    new = old.context.new_page()  # another tab, opened later
+    new.goto(f"/rubrics/{rubric.id}/")
+    new.locator("#id_c-0-description").fill("Edited in the newer tab")
+    expect(new.locator("[data-draft-state]")).to_contain_text("Unsaved edits saved")
+
+    old.bring_to_front()
+    old.locator("#id_c-0-description").fill("Edited in the older tab")
+
+    state = old.locator("[data-draft-state]")
+    expect(state).to_contain_text("Not saved: newer edits of this rubric were saved at")
+    expect(state).to_contain_text("Reload the page to continue from them.")
+    copy = WorkingCopy.objects.get(rubric=rubric, user=owner)
+    assert copy.state["criteria"][0]["description"] == "Edited in the newer tab"
+    new.close()

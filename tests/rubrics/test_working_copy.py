@@ -26,7 +26,7 @@ def edited_rows(rubric) -> list[tuple[str, str, bool]]:
     return [(k3, d3, True), (k1, d1 + " and the date", r1)]
 
 
-def autosave_post(rubric, rows=None, base: str = "1", **extra: str) -> dict:
+def autosave_post(rubric, rows=None, base: str = "1", revision: str = "", **extra: str) -> dict:
     data = draft_post(rubric, edited_rows(rubric) if rows is None else rows, "", **extra)
     del data["op"]
     return {
@@ -35,13 +35,26 @@ def autosave_post(rubric, rows=None, base: str = "1", **extra: str) -> dict:
         "instructions": "",
         "note": "",
         "base_version": base,
+        "revision": revision,
         **data,
     }
 
 
-def autosave(client, rubric, **kwargs):
+def fresh_revision(client, rubric) -> str:
+    """The revision an editor page opened now would send: that of the user's stored copy."""
+    user_id = client.session["_auth_user_id"]
+    copy = WorkingCopy.objects.filter(rubric=rubric, user_id=user_id).first()
+    return str(copy.revision) if copy else ""
+
+
+def autosave(client, rubric, *, revision: str | None = None, **kwargs):
+    """An autosave from an editor page opened just now, unless ``revision`` says what the
+    page was rendered from."""
+    if revision is None:
+        revision = fresh_revision(client, rubric)
     return client.post(
-        reverse("rubric_working_copy", args=[rubric.id]), autosave_post(rubric, **kwargs)
+        reverse("rubric_working_copy", args=[rubric.id]),
+        autosave_post(rubric, revision=revision, **kwargs),
     )
 
 
@@ -98,7 +111,12 @@ def test_edits_that_match_the_current_version_are_not_kept(owner, make_rubric):
 
     response = autosave(client, rubric, rows=current_rows(rubric) + [("", "   ", True)])
 
-    assert response.json() == {"state": "clean", "label": "No unsaved edits"}
+    assert response.json() == {
+        "state": "clean",
+        "label": "No unsaved edits",
+        "revision": None,
+        "base_version": 1,
+    }
     assert not WorkingCopy.objects.exists()
     assert "You have unsaved edits" not in editor(client, rubric)
 
@@ -338,7 +356,7 @@ def test_the_service_refuses_a_state_of_another_shape(owner, make_rubric):
     state = WorkingCopyState(criteria=[]).model_dump() | {"surprise": 1}
 
     with pytest.raises(ValueError, match="surprise"):
-        working_copy_save(rubric=rubric, user=owner, state=state, base_number=None)
+        working_copy_save(rubric=rubric, user=owner, state=state, base_number=None, based_on=None)
 
 
 def test_a_rubric_without_versions_keeps_edits_based_on_none(owner, make_rubric):
@@ -352,3 +370,85 @@ def test_a_rubric_without_versions_keeps_edits_based_on_none(owner, make_rubric)
     page = editor(client, rubric)
     assert "You have unsaved edits from" in page and "based on version" not in page
     assert "A first criterion" in page
+
+
+# --- Pages older than the stored edits (another tab, the back button) ------------------------
+
+
+def test_an_autosave_from_a_page_older_than_the_stored_edits_is_refused(owner, make_rubric):
+    rubric = make_rubric()
+    client = signed_in(owner)
+    first = autosave(client, rubric, note="First thought", revision="")
+    assert first.status_code == 200
+    newer = autosave(client, rubric, note="Second thought", revision=first.json()["revision"])
+    assert newer.status_code == 200 and newer.json()["revision"] != first.json()["revision"]
+
+    # The page that sent the first autosave comes back from the history and autosaves again.
+    stale = autosave(
+        client, rubric, note="First thought, edited", revision=first.json()["revision"]
+    )
+
+    assert stale.status_code == 409
+    assert stale.json()["message"].startswith("Not saved: newer edits of this rubric were saved")
+    assert "Reload the page" in stale.json()["message"]
+    copy = WorkingCopy.objects.get(rubric=rubric, user=owner)
+    assert copy.state["note"] == "Second thought"
+    assert str(copy.revision) == newer.json()["revision"]
+
+
+def test_an_autosave_from_a_page_opened_before_a_copy_existed_is_refused(owner, make_rubric):
+    rubric = make_rubric()
+    client = signed_in(owner)
+    autosave(client, rubric, note="From the new tab", revision="")
+
+    stale = autosave(client, rubric, note="From the old tab", revision="")
+
+    assert stale.status_code == 409
+    assert WorkingCopy.objects.get(rubric=rubric, user=owner).state["note"] == "From the new tab"
+
+
+def test_edits_saved_as_a_version_do_not_come_back_from_an_older_page(owner, make_rubric):
+    rubric = make_rubric()
+    client = signed_in(owner)
+    rows = edited_rows(rubric)
+    opened = autosave(client, rubric, rows=rows, note="Dates matter", revision="").json()
+    # Saved as version 2 (which deletes the copy), then the editor page of before comes back.
+    client.post(
+        reverse("rubric_criteria", args=[rubric.id]),
+        draft_post(rubric, rows, "save", note="Dates matter"),
+    )
+    assert rubric.versions.count() == 2 and not WorkingCopy.objects.exists()
+
+    from_copy = autosave(
+        client, rubric, rows=rows, note="Dates matter", revision=opened["revision"]
+    )
+    from_version = autosave(client, rubric, rows=rows, note="Dates matter", base="1", revision="")
+
+    assert (
+        from_copy.status_code == 409
+        and "saved as a version or discarded" in (from_copy.json()["message"])
+    )
+    assert from_version.status_code == 409
+    assert from_version.json()["message"].startswith("Not saved: version 2 was saved after")
+    assert not WorkingCopy.objects.exists()  # the next version will not reuse the old note
+    page = editor(client, rubric)
+    assert 'data-base-version="2" data-revision=""' in page
+
+
+def test_the_editor_page_says_which_revision_its_autosaves_build_on(owner, make_rubric):
+    rubric = make_rubric()
+    client = signed_in(owner)
+    saved = autosave(client, rubric, revision="").json()
+
+    page = editor(client, rubric)
+
+    assert f'data-revision="{saved["revision"]}"' in page
+
+
+def test_a_malformed_revision_is_a_422_naming_it(owner, make_rubric):
+    rubric = make_rubric()
+
+    response = autosave(signed_in(owner), rubric, revision="not-a-uuid")
+
+    assert response.status_code == 422
+    assert response.json()["extra"]["errors"] == {"revision": "must be a revision id"}
