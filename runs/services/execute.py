@@ -51,6 +51,7 @@ logger = logging.getLogger(__name__)
 
 # A verdict waiting for its database is written at most this long before its lease runs out.
 RECORD_MARGIN = timedelta(seconds=30)
+FIRST_DELAY = 0.5  # then doubled up to 5 s between tries
 
 
 @dataclass(frozen=True)
@@ -246,14 +247,15 @@ def _record_when_database_answers(jobs: list[Finished]) -> list[bool]:
     a no-op anyway. Past that the error ends the unit (runs.services.stranded gives it back)."""
     leases = [j.evaluation.lease_expires_at for j in jobs if j.evaluation.lease_expires_at]
     until = min(leases) - RECORD_MARGIN if leases else timezone.now()
-    delay = 0.5
+    delay = FIRST_DELAY
     while True:
         try:
             return record_many(jobs)
         except DATABASE_AWAY:
             if connection.in_atomic_block or timezone.now() + timedelta(seconds=delay) > until:
                 raise
-            logger.warning("database away; %d verdict(s) wait to be written", len(jobs))
+            if delay == FIRST_DELAY:
+                logger.warning("database away: %d verdict(s) wait to be written", len(jobs))
         time.sleep(delay)  # the database restarts: nothing else to do but wait for it
         close_old_connections()  # drops the broken connection: the next try opens a fresh one
         delay = min(2 * delay, 5.0)
