@@ -125,7 +125,15 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # is all the embedded default needs, so the warning would only be noise at every start.
     SILENCED_SYSTEM_CHECKS = ["models.W040"]
 else:
+    # Web and worker keep a connection per thread for CONN_MAX_AGE (60 s) and check it with a
+    # SELECT 1 before reusing it after a request or task (CONN_HEALTH_CHECKS): after a
+    # PostgreSQL restart a stale connection is dropped there instead of failing the first
+    # request or evaluation that uses it. A server that does not answer at all (its host gone)
+    # fails a connect after EVALSITE_DB_CONNECT_TIMEOUT rather than libpq's "wait forever".
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
+        "connect_timeout", env_int("EVALSITE_DB_CONNECT_TIMEOUT", 5)
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -22,10 +22,16 @@ EVALSITE_REQUEUE_AFTER (the sweeper's guess that a message was lost). A copy tha
 is a harmless duplicate: claims are compare-and-set, so every evaluation is judged once.
 Evaluations whose send failed during the outage are sent by the sweeper (every
 EVALSITE_SWEEP_INTERVAL).
+
+The database counts too: the stamp needs a query to pass (a worker without its database cannot
+work), and once the database answers again after a restart the evaluations this process had in
+hand when it went away are given back at once (runs.services.stranded), not after the sweeper's
+EVALSITE_REQUEUE_AFTER or their lease.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -36,7 +42,7 @@ from typing import Any
 import redis
 from celery import bootsteps
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import Error, close_old_connections, connection
 
 from . import liveness
 
@@ -111,7 +117,9 @@ class Watch:
             return
         if self.is_consuming(now):
             self.answering_since = None
-            _stamp()
+            if database_answers():
+                _stamp()
+                _hand_back_stranded()
             _resend_lost()
             return
         if not broker_answers():
@@ -140,6 +148,33 @@ def _resend_lost() -> None:
         logger.warning("could not check the broker for lost messages", exc_info=True)
     finally:
         close_old_connections()
+
+
+def database_answers() -> bool:
+    """This thread's database connection takes a query (opened again if it broke; bounded by
+    EVALSITE_DB_CONNECT_TIMEOUT). A worker without its database cannot work: no stamp."""
+    try:
+        close_old_connections()
+        connection.ensure_connection()
+        if connection.is_usable():
+            return True
+    except Error:
+        pass
+    with contextlib.suppress(Error):
+        connection.close()  # is_usable() leaves a broken connection open: open a fresh one next
+    return False
+
+
+def _hand_back_stranded() -> None:
+    # Imported here: this module is imported by evalsite/celery.py before Django is set up.
+    from .services.stranded import evaluations_hand_back_stranded
+
+    try:
+        evaluations_hand_back_stranded()
+    except Exception:  # noqa: BLE001 - kept, and tried again at the next beat
+        logger.warning(
+            "could not give back the evaluations the database interrupted", exc_info=True
+        )
 
 
 def _exit(why: str) -> None:

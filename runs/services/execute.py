@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, NamedTuple
 
 from django.conf import settings
-from django.db import transaction
+from django.db import close_old_connections, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -44,8 +45,13 @@ from .results import (
     run_refresh,
     runs_refresh,
 )
+from .stranded import DATABASE_AWAY, stranded
 
 logger = logging.getLogger(__name__)
+
+# A verdict waiting for its database is written at most this long before its lease runs out.
+RECORD_MARGIN = timedelta(seconds=30)
+FIRST_DELAY = 0.5  # then doubled up to 5 s between tries
 
 
 @dataclass(frozen=True)
@@ -93,6 +99,7 @@ def evaluations_claim(ids: list[str]) -> list[Claim | None]:
         return out
     now = timezone.now()
     token = uuid.uuid4()  # the guard is (id, token): one token serves the whole group
+    stranded.claiming(token, [str(i) for i in wanted])  # the commit may be lost with the database
     # One transaction: if any statement fails (say a deadlock with a writer locking the same
     # runs in another order), nothing is claimed and the group is retried id by id.
     with transaction.atomic():
@@ -224,7 +231,7 @@ def _judge_and_write(claims: list[Claim]) -> list[Outcome]:
                 (i, Finished(claim.evaluation, claim.token, result, claim.plan.criteria_ids))
             )
     if finished:
-        written = record_many([job for _, job in finished])
+        written = _record_when_database_answers([job for _, job in finished])
         for (i, job), ok in zip(finished, written, strict=True):
             outcomes[i] = (
                 Outcome("succeeded", usage=_recorded(job.result.calls), written=job.written)
@@ -232,6 +239,26 @@ def _judge_and_write(claims: list[Claim]) -> list[Outcome]:
                 else Outcome("lost_lease")
             )
     return [outcomes[i] for i in range(len(claims))]
+
+
+def _record_when_database_answers(jobs: list[Finished]) -> list[bool]:
+    """record_many, tried again while the database is away (a restart) until the claims'
+    lease is about to run out: the verdicts are paid for, and a write after the lease would be
+    a no-op anyway. Past that the error ends the unit (runs.services.stranded gives it back)."""
+    leases = [j.evaluation.lease_expires_at for j in jobs if j.evaluation.lease_expires_at]
+    until = min(leases) - RECORD_MARGIN if leases else timezone.now()
+    delay = FIRST_DELAY
+    while True:
+        try:
+            return record_many(jobs)
+        except DATABASE_AWAY:
+            if connection.in_atomic_block or timezone.now() + timedelta(seconds=delay) > until:
+                raise
+            if delay == FIRST_DELAY:
+                logger.warning("database away: %d verdict(s) wait to be written", len(jobs))
+        time.sleep(delay)  # the database restarts: nothing else to do but wait for it
+        close_old_connections()  # drops the broken connection: the next try opens a fresh one
+        delay = min(2 * delay, 5.0)
 
 
 async def _judge_all(claims: list[Claim]) -> list[Any]:

@@ -10,14 +10,18 @@ from runs.fair_worker import run_fairly
 
 from ..models import Evaluation, Status
 from .execute import Outcome, evaluation_execute, evaluations_execute
+from .stranded import evaluations_in_hand
 
 
 def evaluations_execute_fairly(*, evaluation_ids: list[str]) -> Counter[str]:
     """Execute the evaluations (each exactly as ``evaluation_execute`` would), a team's group
     at a time; outcomes counted by status, ``parked`` for those left for a later thread.
-    Ids that are not queued any more are skipped without a claim."""
+    Ids that are not queued any more are skipped without a claim. A database that goes away
+    strands the message's evaluations (runs.services.stranded)."""
     counts: Counter[str] = Counter()
-    for team, ids in _queued_by_team(evaluation_ids).items():
+    with evaluations_in_hand(evaluation_ids):
+        by_team = _queued_by_team(evaluation_ids)
+    for team, ids in by_team.items():
         outcomes = run_fairly(team, ids, _execute)
         if outcomes is None:
             counts["parked"] += len(ids)
@@ -45,6 +49,8 @@ def _queued_by_team(evaluation_ids: list[str]) -> dict[str, list[str]]:
 
 
 def _execute(team: str, ids: list[str]) -> list[Outcome]:
-    if len(ids) == 1:
-        return [evaluation_execute(evaluation_id=ids[0])]
-    return evaluations_execute(evaluation_ids=ids, team=team)
+    """One unit of work, run now or parked and run by a later thread."""
+    with evaluations_in_hand(ids):
+        if len(ids) == 1:
+            return [evaluation_execute(evaluation_id=ids[0])]
+        return evaluations_execute(evaluation_ids=ids, team=team)
