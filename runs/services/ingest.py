@@ -340,15 +340,7 @@ def _initial_evaluations(
             )
         )
     elif rubric is not None and rubric.current_version_id:
-        out.append(
-            evaluation_build(
-                run=run,
-                kind=Kind.RUBRIC,
-                rubric=rubric,
-                version=rubric.current_version,
-                prices=prices,
-            )
-        )
+        out.append(version_evaluation(run=run, rubric=rubric, prices=prices))
     elif rubric is None or payload.rubric is not None:
         # A request_context ``rubric`` that named this rubric is its slug, not criteria text.
         inline = _context_criteria(payload)
@@ -358,17 +350,29 @@ def _initial_evaluations(
                     run=run, kind=Kind.RUBRIC, rubric=rubric, inline_criteria=inline, prices=prices
                 )
             )
-    if run.alignment_mode != AlignmentMode.OFF:
-        out.append(
-            evaluation_build(
-                run=run,
-                kind=Kind.ALIGNMENT,
-                rubric=rubric,
-                alignment_mode=run.alignment_mode,
-                prices=prices,
-            )
+    return out + alignment_evaluations(run=run, rubric=rubric, prices=prices)
+
+
+def version_evaluation(*, run: AgentRun, rubric: Rubric, prices: Any) -> Evaluation:
+    """A new evaluation of ``run`` on its rubric's current version (not saved)."""
+    return evaluation_build(
+        run=run, kind=Kind.RUBRIC, rubric=rubric, version=rubric.current_version, prices=prices
+    )
+
+
+def alignment_evaluations(*, run: AgentRun, rubric: Rubric | None, prices: Any) -> list[Evaluation]:
+    """The alignment evaluation ``run`` asks for (none when its alignment is off; not saved)."""
+    if run.alignment_mode == AlignmentMode.OFF:
+        return []
+    return [
+        evaluation_build(
+            run=run,
+            kind=Kind.ALIGNMENT,
+            rubric=rubric,
+            alignment_mode=run.alignment_mode,
+            prices=prices,
         )
-    return out
+    ]
 
 
 def _context_criteria(payload: RunPayload) -> list[dict[str, Any]]:

@@ -3,12 +3,17 @@ replaced and the run judged again, as a re-score would, the earlier evaluations 
 
 from __future__ import annotations
 
-from rubrics.models import AlignmentMode
-
-from ..models import PENDING_STATUSES, AgentRun, Evaluation, Kind, RunTool, Status
+from ..models import PENDING_STATUSES, AgentRun, Evaluation, RunTool, Status
 from ..payloads import RunPayload
-from .evaluations import evaluation_build, evaluations_enqueue
-from .ingest import run_check_size, run_content, run_digest, run_tools
+from .evaluations import evaluations_enqueue
+from .ingest import (
+    alignment_evaluations,
+    run_check_size,
+    run_content,
+    run_digest,
+    run_tools,
+    version_evaluation,
+)
 
 
 def run_content_replace(*, run: AgentRun, payload: RunPayload) -> bool:
@@ -56,27 +61,8 @@ def run_rejudge(*, run: AgentRun) -> bool | None:
 
 
 def _evaluations(run: AgentRun) -> list[Evaluation]:
-    rubric = run.rubric
-    prices = run.team.judge_prices
+    rubric, prices = run.rubric, run.team.judge_prices
     out = []
     if rubric is not None and rubric.archived_at is None and rubric.current_version_id:
-        out.append(
-            evaluation_build(
-                run=run,
-                kind=Kind.RUBRIC,
-                rubric=rubric,
-                version=rubric.current_version,
-                prices=prices,
-            )
-        )
-    if run.alignment_mode != AlignmentMode.OFF:
-        out.append(
-            evaluation_build(
-                run=run,
-                kind=Kind.ALIGNMENT,
-                rubric=rubric,
-                alignment_mode=run.alignment_mode,
-                prices=prices,
-            )
-        )
-    return out
+        out.append(version_evaluation(run=run, rubric=rubric, prices=prices))
+    return out + alignment_evaluations(run=run, rubric=rubric, prices=prices)
