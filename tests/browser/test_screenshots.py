@@ -165,6 +165,51 @@ def test_screenshots_of_the_main_pages(
     expect(page.get_by_test_id("agreement")).to_be_visible()
     shot("review-agreement")
 
+    # The same pages on a 390 px phone (tests/browser/test_phone.py checks none scrolls sideways).
+    page.set_viewport_size({"width": 390, "height": 844})
+    phone_shots(page, shot, data | {"reviewed": reviewed})
+
+
+def phone_shots(page, shot, data: dict) -> None:
+    from reviews.services.alerts import alert_rule_create, alerts_evaluate
+
+    support = data["support"]
+    alert_rule_create(
+        team=support.team, kind="criterion_failure_rate", rubric=support.slug,
+        criterion_key=order_number_key(support), threshold=10, window_hours=168,
+        webhook_url="https://hooks.slack.com/services/T0001/B0002/northwind-support-alerts",
+        webhook_format="slack",
+    )  # fmt: skip
+    assert alerts_evaluate(team_id=support.team_id).fired == 1
+
+    def phone(name: str, url: str, ready, scroll_to: bool = False) -> None:
+        page.goto(url)
+        expect(ready()).to_be_visible()
+        if scroll_to:
+            ready().evaluate("el => el.scrollIntoView({block: 'start'})")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390, name
+        shot(f"phone-{name}", full_page=False)
+
+    phone("home", "/", lambda: page.get_by_role("heading", name=support.team.name))
+    # Past the filters (stacked, one per row) to the runs, which scroll sideways in their box.
+    phone("runs-list", "/runs/", lambda: page.locator("#runs-table"), scroll_to=True)
+    phone("run-detail", f"/runs/{data['failed'].id}/", lambda: page.get_by_test_id("rubric-passed"))
+    phone("rubric-editor", f"/rubrics/{support.id}/", lambda: page.locator("h1"))
+    phone("failed-criteria", f"/failures/?rubric={support.id}",
+          lambda: page.get_by_test_id("failure-rates"))  # fmt: skip
+    phone("team-settings", "/team/", lambda: page.get_by_role("cell", name="CI pipeline"))
+    phone("alerts", "/reviews/alerts/", lambda: page.get_by_text("Firing", exact=True))
+    # The review desk scrolled to the output under review.
+    phone("review-run", f"/reviews/{support.id}/runs/{data['reviewed'][0].id}/",
+          lambda: page.get_by_test_id("results"))  # fmt: skip
+    page.get_by_test_id("output").scroll_into_view_if_needed()
+    shot("phone-review-output", full_page=False)
+
+
+def order_number_key(rubric) -> str:
+    """The key of "Gives the order number", the criterion the partial answers miss."""
+    return rubric.current_version.criteria.order_by("position")[1].key
+
 
 def label_some_runs(rubric, user) -> list:
     """A reviewer's labels on a few judged runs: mostly agreeing, two overrides with notes."""
