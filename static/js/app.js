@@ -134,6 +134,34 @@
   localTimes(document);
   document.addEventListener("htmx:afterSettle", function (event) { localTimes(event.detail.target || document); });
 
+  // A table wider than its box (.table-wrap; on a phone) scrolls sideways: the box then takes
+  // the keyboard focus, so the arrow keys scroll it, as a region named after its table. Boxes
+  // that fit stay out of the tab order.
+  function tableName(box) {
+    var caption = box.querySelector("caption");
+    var holder = box.closest("section, .card, details");
+    var heading = holder && holder.querySelector("h2, h3, summary");
+    var text = (caption || heading || {}).textContent || "";
+    return "Table: " + (text.replace(/\s+/g, " ").trim() || "details");
+  }
+  function scrollingTables() {
+    document.querySelectorAll(".table-wrap").forEach(function (box) {
+      var scrolls = box.scrollWidth > box.clientWidth + 1;
+      if (scrolls && !box.hasAttribute("tabindex")) {
+        box.setAttribute("tabindex", "0");
+        box.setAttribute("role", "region");
+        box.setAttribute("aria-label", tableName(box));
+        box.setAttribute("data-scroll-focus", "");
+      } else if (!scrolls && box.hasAttribute("data-scroll-focus")) {
+        ["tabindex", "role", "aria-label", "data-scroll-focus"].forEach(function (name) { box.removeAttribute(name); });
+      }
+    });
+  }
+  scrollingTables();
+  window.addEventListener("resize", scrollingTables);
+  document.addEventListener("toggle", scrollingTables, true);  // a table in a <details> opened
+  document.addEventListener("htmx:afterSettle", scrollingTables);
+
   document.addEventListener("htmx:afterSettle", function (event) {
     var saved = lastFocus;
     var active = document.activeElement;
