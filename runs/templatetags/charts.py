@@ -218,10 +218,12 @@ def column_chart(
         y = _y(value, top)
         x = PAD_LEFT + span * i + span * 0.15
         shown = f"${value:,.4f}" if unit == "$" else f"{value:,.0f}"
+        # The column's name says what it counts: "Judge tokens per day · Mar 12: 1,234".
+        name = escape(f"{label} · {day:%b %d}: {shown}")
         parts.append(
             f'<rect class="col{" alt" if unit == "$" else ""}" x="{x:.1f}" y="{y:.1f}" width="{span * 0.7:.1f}" '
             f'height="{HEIGHT - PAD_BOTTOM - y:.1f}" rx="2" tabindex="0" role="img" '
-            f'aria-label="{day:%b %d}: {escape(shown)}"><title>{day:%b %d}: {escape(shown)}</title></rect>'
+            f'aria-label="{name}"><title>{name}</title></rect>'
         )
     parts.append("</svg>")
     return mark_safe("".join(parts))  # noqa: S308 - every text above is escaped

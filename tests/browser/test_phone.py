@@ -1,5 +1,8 @@
 """Every page kind fits a 390 px phone: at 390×844 no page scrolls sideways. What is wider
-than the screen (a table) scrolls inside its own box; forms stack; long words wrap."""
+than the screen (a table) scrolls inside its own box; forms stack; long words wrap.
+
+``overflow`` is the measure; test_accessibility.py's whole-site walk applies it to every page
+kind at 390 px over the same seeded data as its axe pass (one seeding for both)."""
 
 from __future__ import annotations
 
@@ -7,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from tests.browser.page_kinds import open_comparison, page_urls, seed_page_kinds
 from tests.browser.test_reviews import VISIBLE_HEIGHT
 from tests.browser.test_screenshots import label_some_runs, seed
 
@@ -58,30 +60,6 @@ def overflow(page: Any) -> str | None:
         return None
     culprits = "; ".join(page.evaluate(TOO_WIDE)) or "nothing found outside a scroll box"
     return f"{page.url} is {scroll_width} px wide: {culprits}"
-
-
-def test_every_page_kind_fits_a_390_px_phone(
-    chromium, live_server, browser_page, sign_in, owner, make_rubric, make_run, fake_judge
-):
-    data = seed_page_kinds(owner, make_rubric, make_run)
-    page = sign_in(browser_page, owner)
-    page.set_viewport_size(PHONE)
-
-    found = []
-    for url in page_urls(data):
-        page.goto(url)
-        found.append(overflow(page))
-    open_comparison(page, data)
-    found.append(overflow(page))
-
-    signed_out = chromium.new_context(base_url=live_server.url, viewport=PHONE)
-    login = signed_out.new_page()
-    login.goto("/accounts/login/")
-    found.append(overflow(login))
-    signed_out.close()
-
-    wide = [line for line in found if line]
-    assert not wide, "pages wider than a 390 px phone:\n" + "\n".join(wide)
 
 
 def test_tables_on_a_phone_scroll_in_a_box_the_keyboard_reaches(

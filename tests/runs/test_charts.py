@@ -1,9 +1,10 @@
 """The home page's pass-rate chart: rubrics told apart by dash and marker as well as colour,
 every point focusable with its value, and the numbers in a table."""
 
+import re
 from datetime import date, timedelta
 
-from runs.templatetags.charts import pass_rate_chart, pass_rate_table, series_swatch
+from runs.templatetags.charts import column_chart, pass_rate_chart, pass_rate_table, series_swatch
 
 DAYS = [date(2026, 11, 1) + timedelta(days=i) for i in range(5)]
 SERIES = [
@@ -29,3 +30,22 @@ def test_the_table_lists_each_day_with_data_and_each_rubric():
     assert [r["day"] for r in context["rows"]] == DAYS
     assert context["rows"][0]["cells"] == [(3, 4), None]
     assert context["rows"][2]["cells"] == [(4, 6), (2, 2)]
+
+
+def test_every_focusable_point_of_a_chart_is_named_with_its_day_and_value():
+    charts = [
+        str(pass_rate_chart(DAYS, SERIES)),
+        str(column_chart(DAYS, [1200, 0, 35, 0, 7], "Judge tokens per <day>")),
+    ]
+    for svg in charts:
+        focusable = re.findall(r"<[^>]* tabindex=\"0\"[^>]*>", svg)
+        assert focusable
+        for tag in focusable:
+            label = re.search(r' aria-label="([^"]*)"', tag)
+            assert label and re.search(r"\w{3} \d{2}: \S", label.group(1)), tag
+    columns = re.findall(r' aria-label="([^"]*)"', charts[1])[1:]  # after the chart's own
+    assert columns == [
+        "Judge tokens per &lt;day&gt; · Nov 01: 1,200",
+        "Judge tokens per &lt;day&gt; · Nov 03: 35",
+        "Judge tokens per &lt;day&gt; · Nov 05: 7",
+    ]
