@@ -483,7 +483,7 @@ def review_example(request: HttpRequest, rubric_id: Any, run_id: Any) -> HttpRes
         return _invalid(request, rubric, run, {f"example-{key}": exc.errors})
     messages.success(
         request,
-        f"Added as an example of {key} to the rubric's draft: save a version in the editor to "
-        "publish it.",
+        f"Added as an example of {key}: the rubric's next saved version takes it (save a "
+        "version in the editor).",
     )
     return _after_change(request, rubric, run, key)

@@ -4,7 +4,8 @@ A draft is made like any version (keys kept from the current version, a number o
 comparisons judge it through the ordinary version machinery and verdict reuse; it never becomes
 the rubric's current version until ``draft_publish``. Numbers are shared with published
 versions: an abandoned draft leaves a gap in the published numbers, and the history shows it as
-a draft. Saving the same draft twice returns the first one.
+a draft version. Saving the same draft twice returns the first one, and saving the same edits
+as a version (rubrics.versioning.version_if_changed) publishes it under its own number.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from .services import (
     criteria_validate,
     judge_view_validate,
 )
-from .versioning import version_create, view_of
+from .versioning import examples_next, matching_draft, version_create, view_of
 
 
 class NotADraft(Conflict):
@@ -51,11 +52,12 @@ def draft_create(
 ) -> tuple[RubricVersion, bool]:
     """An unpublished version with these criteria (text or a list), judge view and
     instructions (None: the current version's); its examples are the rubric's next ones
-    (rubrics.versioning.examples_next). Returns (draft, created): the same criteria and view as an existing
-    draft newer than the current version return that draft. Errors name the field."""
+    (rubrics.versioning.examples_next). Returns (draft, created): the same criteria, view and
+    examples as an existing draft newer than the current version (``matching_draft``) return
+    that draft. Errors name the field."""
     parsed = criteria_from_any(criteria)
     if not parsed:
-        raise RubricValidationError({"criteria": "a draft needs at least one criterion"})
+        raise RubricValidationError({"criteria": "a draft version needs at least one criterion"})
     criteria_validate(parsed)
     if errors := _instructions_errors(instructions):  # the limit versions have, named
         raise RubricValidationError(errors)
@@ -77,14 +79,11 @@ def draft_create(
         unchanged = current is not None and _same(current, parsed, view)
         if unchanged and not getattr(locked, "examples_draft", False):
             raise RubricValidationError(
-                {"criteria": "no changes: the draft is the same as the current version"}
+                {"criteria": "no changes: these are the current version's criteria and view"}
             )
-        drafts = RubricVersion.objects.filter(rubric=locked, published=False)
-        if current is not None:
-            drafts = drafts.filter(number__gt=current.number)
-        for draft in drafts.order_by("-number")[:5]:
-            if _same(draft, parsed, view):
-                return draft, False
+        found = matching_draft(locked, parsed, view, examples_next(locked))
+        if found is not None:
+            return found, False
         version = version_create(rubric=locked, criteria=parsed, user=user, note=note, **view)
         # version_create makes the new version current: a draft is not.
         version.published = False

@@ -96,7 +96,7 @@ def example_add(
         limit = examples_limit()
         if run_id is not None and draft.filter(criterion_key=criterion_key, run_id=run_id).exists():
             raise RubricValidationError(
-                {"criterion": "this run is already an example of this criterion in the draft"}
+                {"criterion": "this run is already an example of this criterion"}
             )
         if draft.filter(criterion_key=criterion_key).count() >= limit:
             raise RubricValidationError(

@@ -197,10 +197,19 @@ class WorkingCopy(models.Model):
     autosaved as they type so a reload or a closed tab loses nothing. One per (rubric, user),
     never shared and never judged; saving a version or discarding the edits deletes it. Not a
     draft version (``RubricVersion.published=False``, rubrics.drafts): nothing here is a
-    version until the editor saves one."""
+    version until the editor saves one.
+
+    The New rubric page's form is kept the same way before the rubric exists: a copy without
+    a rubric, one per (team, user) (rubrics.new_rubric_copy); creating the rubric deletes it."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    rubric = models.ForeignKey(Rubric, on_delete=models.CASCADE, related_name="working_copies")
+    rubric = models.ForeignKey(
+        Rubric, null=True, blank=True, on_delete=models.CASCADE, related_name="working_copies"
+    )
+    # Set only for the New rubric form's copy (no rubric yet): the team it is created in.
+    team = models.ForeignKey(
+        Team, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     # The version the editor form was loaded from; the restore notice says when a newer one
     # has become current since.
@@ -208,7 +217,9 @@ class WorkingCopy(models.Model):
         RubricVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     # {"criteria": [{"key", "description", "required"}], "note", "import_text", "judge_view",
-    #  "run_token_budget", "instructions"}: validated by rubrics.working_copy when written.
+    #  "run_token_budget", "instructions"}: validated by rubrics.working_copy when written;
+    # without a rubric {"name", "description", "criteria_text", "judge_view",
+    # "run_token_budget"}, validated by rubrics.new_rubric_copy.
     state = models.JSONField()
     # A new value at every save: the editor page sends back the one it was rendered with, and
     # an autosave from a page older than the copy (another tab, a page restored by the back
@@ -220,6 +231,15 @@ class WorkingCopy(models.Model):
         constraints = [
             # Also the index of the one lookup: this user's copy of this rubric.
             models.UniqueConstraint(fields=["rubric", "user"], name="working_copy_one_per_user"),
+            models.UniqueConstraint(
+                fields=["team", "user"],
+                condition=Q(rubric__isnull=True),
+                name="working_copy_one_new_rubric_per_user",
+            ),
+            models.CheckConstraint(
+                condition=Q(rubric__isnull=False) | Q(team__isnull=False),
+                name="working_copy_rubric_or_team",
+            ),
         ]
 
     def __str__(self) -> str:

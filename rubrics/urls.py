@@ -3,11 +3,18 @@ from django.urls import path
 from . import views_editor as editor
 from . import views_examples as examples
 from . import views_failures as failures
+from . import views_new as new
 from . import views_working_copy as working_copy
 
 urlpatterns = [
-    path("rubrics/", editor.rubric_list, name="rubric_list"),
-    path("rubrics/new/", editor.rubric_new, name="rubric_new"),
+    path("rubrics/", new.rubric_list, name="rubric_list"),
+    path("rubrics/new/", new.rubric_new, name="rubric_new"),
+    path("rubrics/new/unsaved-edits/", new.rubric_new_input, name="rubric_new_input"),
+    path(
+        "rubrics/new/unsaved-edits/discard/",
+        new.rubric_new_input_discard,
+        name="rubric_new_input_discard",
+    ),
     path("rubrics/<uuid:rubric_id>/", editor.rubric_detail, name="rubric_detail"),
     path("rubrics/<uuid:rubric_id>/criteria/", editor.rubric_criteria, name="rubric_criteria"),
     path("rubrics/<uuid:rubric_id>/settings/", editor.rubric_settings, name="rubric_settings"),

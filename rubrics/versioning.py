@@ -29,7 +29,7 @@ class GateRequired(Conflict):
 
     def __init__(self) -> None:
         super().__init__(
-            "this rubric has a publishing gate: save the change as a draft "
+            "this rubric has a publishing gate: save the change as a draft version "
             "(POST /api/rubrics/{rubric}/drafts, or Save in the editor) and publish it through "
             "the gate (POST /api/rubrics/{rubric}/versions/{number}/publish)"
         )
@@ -233,12 +233,60 @@ def _examples_note(old: list[ExampleInput], new: list[ExampleInput]) -> str:
     return f"Examples: {len(old)} → {len(new)}" if len(old) != len(new) else "Examples edited"
 
 
+def matching_draft(
+    rubric: Rubric,
+    criteria: Sequence[CriterionInput],
+    view: dict[str, Any],
+    examples: Sequence[ExampleInput],
+) -> RubricVersion | None:
+    """The draft version (unpublished, newer than the current version) that holds exactly
+    ``criteria``, ``view`` (judge view, token budget, instructions) and, of ``examples``, those
+    of its criteria: saving these makes that draft the version instead of another one (so a
+    comparison's draft is the version its edits are saved as, under its number). Newest of
+    the five newest drafts; None when none matches."""
+    drafts = RubricVersion.objects.filter(rubric=rubric, published=False)
+    if rubric.current_version_id:
+        current = rubric.versions.filter(pk=rubric.current_version_id).values("number")
+        drafts = drafts.filter(number__gt=current[:1])
+    for draft in drafts.order_by("-number")[:5]:
+        if view_of(draft) != view or not _same_criteria(draft, criteria):
+            continue
+        keys = set(draft.criteria.values_list("key", flat=True))
+        wanted = [e.taught() for e in examples if e.criterion_key in keys]
+        if [e.taught() for e in examples_of(draft.pk)] == wanted:
+            return draft
+    return None
+
+
+def save_number(*, rubric: Rubric, criteria: Sequence[CriterionInput], view: dict[str, Any]) -> int:
+    """The version number saving ``criteria`` and ``view`` (None values: the current
+    version's) as a new version of ``rubric`` gives: a matching draft's (``matching_draft``),
+    else the number after every version's, drafts included."""
+    full = view_of(rubric.current_version) | {k: v for k, v in view.items() if v is not None}
+    found = matching_draft(rubric, criteria, full, examples_next(rubric))
+    if found is not None:
+        return found.number
+    last = rubric.versions.order_by("-number").values_list("number", flat=True).first()
+    return (last or 0) + 1
+
+
 def _draft_clear(rubric: Rubric) -> None:
     """The draft's examples are now a version's: the draft follows the current version."""
     if rubric.examples_draft:
         CriterionExample.objects.filter(rubric=rubric, version__isnull=True).delete()
         Rubric.objects.filter(pk=rubric.pk).update(examples_draft=False)
         rubric.examples_draft = False
+
+
+def _draft_made_current(locked: Rubric, draft: RubricVersion, note: str) -> RubricVersion:
+    """Publish ``draft`` as the rubric's current version (``locked``: its row, locked); the
+    save's note replaces the draft's when one is given."""
+    draft.published = True
+    draft.note = (note or draft.note)[:300]
+    draft.save(update_fields=["published", "note"])
+    locked.current_version = draft
+    locked.save(update_fields=["current_version", "updated_at"])
+    return draft
 
 
 def version_if_changed(
@@ -279,6 +327,13 @@ def version_if_changed(
                     raise GateRequired()
                 if current is not None:
                     note = note or "; ".join(p for p in (_view_note(old, new), taught_note) if p)
+                draft = matching_draft(locked, wanted, new, examples)
+                if draft is not None:  # compared as a draft version: saving makes it the version
+                    version = _draft_made_current(locked, draft, note)
+                    _draft_clear(locked)
+                    rubric.current_version = version
+                    rubric.examples_draft = False
+                    return version, True
                 version = version_create(
                     rubric=locked, criteria=wanted, user=user, note=note, examples=examples, **new
                 )

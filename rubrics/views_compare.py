@@ -1,6 +1,6 @@
-"""Comparison and publishing-gate pages (URLs under /reviews/, reviews.urls): the comparison report, "compare the draft with the
-current version" from the rubric editor, the editor's gate panel (gate settings, drafts and
-their gate checks, publish / publish anyway), and the editor's save when a gate is set."""
+"""Comparison and publishing-gate pages (URLs under /reviews/, reviews.urls): the comparison report, "compare your edits with the
+current version" from the rubric editor, the editor's gate panel (gate settings, draft versions
+and their gate checks, publish / publish anyway), and the editor's save when a gate is set."""
 
 from __future__ import annotations
 
@@ -87,13 +87,15 @@ def _sample_size(value: Any) -> int | None:
 @editor_required
 @require_POST
 def compare_start(request: HttpRequest, rubric_id: Any) -> HttpResponse:
-    """The editor's "compare draft with current on N recent runs": the posted draft is saved
-    as a draft version and judged next to the current version on the newest N runs."""
+    """The editor's "compare your edits with vN on N recent runs": the posted unsaved edits
+    are stored as a draft version and judged next to the current version on the newest N runs.
+    Saving the same edits then makes that draft version the current one, under its number
+    (rubrics.versioning.matching_draft), so comparing leaves no stray version behind."""
     rubric = _rubric(request, rubric_id)
     draft = _posted_draft(request, rubric)
     n = _sample_size(request.POST.get("compare_n"))
     if draft is None or n is None:
-        problem = "the draft has errors" if draft is None else f"runs: 1 to {MAX_LATEST:,}"
+        problem = "your edits have errors" if draft is None else f"runs: 1 to {MAX_LATEST:,}"
         messages.error(request, f"Could not compare: {problem}.")
         return _redirect(request, _editor_url(rubric))
     team = request.team  # type: ignore[attr-defined]
@@ -140,8 +142,8 @@ def gated_save(request: HttpRequest, rubric: Rubric, draft: dict[str, Any]) -> H
     else:
         messages.info(
             request,
-            f"Saved as draft v{version.number}: checking the publishing gate… It is published "
-            "as soon as it passes.",
+            f"Saved as draft version {version.number}: checking the publishing gate… It is "
+            "published as soon as it passes.",
         )
     return _redirect(request, _editor_url(rubric))
 
@@ -232,5 +234,5 @@ def publish(request: HttpRequest, rubric_id: Any, number: int) -> HttpResponse:
     if outcome.state == "published":
         messages.success(request, f"Version {version.number} published.")
     else:
-        messages.info(request, f"Checking the publishing gate for v{version.number}…")
+        messages.info(request, f"Checking the publishing gate for draft version {version.number}…")
     return _redirect(request, _editor_url(rubric))

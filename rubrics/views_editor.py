@@ -1,26 +1,18 @@
-"""Rubric pages: list, create and the editor (draft criteria and judge view, settings, history,
-diff, try it). One template per page; htmx requests get a named partial."""
+"""The rubric editor (criteria and judge view as unsaved edits, settings, history, diff, try
+it). One template per page; htmx requests get a named partial."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django import forms
 from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from evalsite.errors import page_message
-from runs.scoring.text import (
-    BLANK,
-    count_criteria,
-    criterion_too_long,
-    parse_criteria,
-    parse_lines,
-)
 from runs.selectors import rubric_stats
 from runs.services.try_it import rubric_try
 from teams.access import TeamRequest, editor_required, team_required
@@ -37,7 +29,6 @@ from .forms import (
     CriteriaFormSet,
     DraftMetaForm,
     DraftViewForm,
-    RubricCreateForm,
     RubricSettingsForm,
     criteria_errors_onto_formset,
     draft_apply,
@@ -49,104 +40,23 @@ from .forms import (
 )
 from .models import Rubric
 from .services import (
+    VERSION_FIELDS,
     RubricValidationError,
-    criteria_count_check,
-    rubric_create,
     rubric_set_criteria,
     rubric_update,
 )
-from .views_common import redirect_after_post, rubric_or_404
+from .versioning import save_number
+from .views_common import (
+    int_param,
+    parsed_paste,
+    paste_lines,
+    redirect_after_post,
+    rubric_or_404,
+    within_cap,
+)
 from .views_compare import gated_save
 from .views_working_copy import restored_editor
 from .working_copy import working_copy_discard, working_copy_revision
-
-
-@team_required
-@require_GET
-def rubric_list(request: TeamRequest) -> HttpResponse:
-    rows = rubric_stats.rubric_rows(team=request.team)
-    return render(request, "rubrics/rubric_list.html", {"rows": rows})
-
-
-# --- Create ------------------------------------------------------------------------------------
-
-
-@never_cache
-@editor_required
-@require_http_methods(["GET", "POST"])
-def rubric_new(request: TeamRequest) -> HttpResponse:
-    form = RubricCreateForm(request.POST or None)
-    parsed = None
-    if request.method == "POST" and form.is_valid():
-        parsed = _parsed_paste(form, "criteria_text")
-        if parsed is not None and request.POST.get("op") == "create":
-            rubric = _create(request, form)
-            if rubric is not None:
-                messages.success(request, f"Rubric “{rubric.name}” created.")
-                return redirect_after_post(request, reverse("rubric_detail", args=[rubric.id]))
-    template = "rubrics/rubric_new.html"
-    if request.htmx and request.POST.get("op") == "preview":
-        template += "#import-preview"
-    context = {"form": form, "parsed": parsed, "paste": _paste_lines(form, "criteria_text", parsed)}
-    return render(request, template, context)
-
-
-def _paste_lines(form: forms.Form, field: str, parsed: list[Any] | None) -> dict[str, Any]:
-    """What each pasted line became, for the preview: the lines that gave a criterion (as
-    written, and the criterion) and the other non-blank ones with why they gave none. Only
-    for text within the cap (``parsed`` is not None)."""
-    if parsed is None or not hasattr(form, "cleaned_data"):
-        return {"criteria": [], "skipped": [], "too_long": []}
-    lines = parse_lines(form.cleaned_data.get(field) or "")
-    criteria = [line for line in lines if line.description is not None]
-    too_long = [
-        problem
-        for position, line in enumerate(criteria, start=1)
-        if (
-            problem := criterion_too_long(
-                line.description or "", position=position, line=line.number
-            )
-        )
-    ]
-    return {
-        "criteria": criteria,
-        "skipped": [line for line in lines if line.skipped not in (None, BLANK)],
-        "too_long": too_long,
-    }
-
-
-def _parsed_paste(form: forms.Form, field: str) -> list[Any] | None:
-    """The criteria parsed from a paste box (the parser is linear and the field's length is
-    capped), or None with the error on ``field`` when there are more than a version may hold."""
-    text = form.cleaned_data.get(field) or ""
-    if not _within_cap(form, field, count_criteria(text)):
-        return None
-    return parse_criteria(text) if text.strip() else []
-
-
-def _within_cap(form: forms.Form, field: str, count: int) -> bool:
-    try:
-        criteria_count_check(count)
-    except RubricValidationError as exc:
-        form.add_error(field, exc.errors["criteria"])
-        return False
-    return True
-
-
-def _create(request: TeamRequest, form: RubricCreateForm) -> Rubric | None:
-    data = form.cleaned_data
-    try:
-        return rubric_create(
-            team=request.team,
-            name=data["name"],
-            description=data["description"],
-            criteria=data["criteria_text"] or None,
-            user=request.user,
-        )
-    except RubricValidationError as exc:
-        form.apply_service_errors(exc)
-        return None
-
 
 # --- The editor ----------------------------------------------------------------------------------
 
@@ -159,15 +69,6 @@ def _diff_numbers(request: TeamRequest, versions: list[rubric_stats.VersionRow])
     return int_param(request.GET.get("a"), default_old), int_param(
         request.GET.get("b"), default_new
     )
-
-
-def int_param(value: Any, default: int) -> int:
-    """A version number from the query; ``default`` for anything else (text, absurd sizes)."""
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        return default
-    return number if 0 <= number < 2**31 else default
 
 
 def _editor_context(request: TeamRequest, rubric: Rubric, **overrides: Any) -> dict[str, Any]:
@@ -201,7 +102,22 @@ def _editor_context(request: TeamRequest, rubric: Rubric, **overrides: Any) -> d
         "revision": working_copy_revision(rubric=rubric, user=request.user),
     }
     context.update(overrides)
+    # Called by the template once the page's form is final (restored edits, a re-render).
+    context["save_number"] = lambda: _save_number(rubric, context["formset"], context["view_form"])
     return context
+
+
+def _save_number(rubric: Rubric, formset: Any, view_form: DraftViewForm) -> int:
+    """The version number the save button makes of the form as rendered."""
+    if formset.is_bound:
+        rows = draft_rows_from_formset(formset) if formset.is_valid() else []
+    else:
+        rows = formset.initial or []
+    criteria, _ = draft_criteria(rows)
+    view = view_form.cleaned_data if view_form.is_valid() else {}
+    return save_number(
+        rubric=rubric, criteria=criteria, view={k: view.get(k) for k in VERSION_FIELDS}
+    )
 
 
 def _examples_context(rubric: Rubric, criteria: list[Any]) -> dict[str, Any]:
@@ -263,11 +179,11 @@ def rubric_criteria(request: TeamRequest, rubric_id: Any) -> HttpResponse:
     if op == "save":
         return _save(request, rubric, formset, meta, view_form, rows)
     pasted = op.startswith(("preview", "import"))
-    parsed = _parsed_paste(meta, "import_text") if pasted else None
+    parsed = parsed_paste(meta, "import_text") if pasted else None
     if op.startswith("import") and parsed is not None:
         imported = draft_apply(rows, op, parsed)
         # An append may push the draft past the cap: keep the draft, say why.
-        if _within_cap(meta, "import_text", len(draft_criteria(imported)[0])):
+        if within_cap(meta, "import_text", len(draft_criteria(imported)[0])):
             rows = imported
             meta = DraftMetaForm(initial={"note": meta.cleaned_data.get("note", "")})
         parsed = None
@@ -280,7 +196,7 @@ def rubric_criteria(request: TeamRequest, rubric_id: Any) -> HttpResponse:
         meta=meta,
         view_form=view_form,
         parsed=parsed,
-        paste=_paste_lines(meta, "import_text", parsed),
+        paste=paste_lines(meta, "import_text", parsed),
         rows=rows,
     )
 
@@ -378,9 +294,9 @@ def rubric_try_view(request: TeamRequest, rubric_id: Any) -> HttpResponse:
     run = rubric_stats.rubric_try_run(rubric=rubric, run_id=request.POST.get("try_run"))
     if run is None:
         outcome = None
-        error = "Pick a run to try the draft on."
+        error = "Pick a run to try your edits on."
     elif not criteria:
-        outcome, error = None, "The draft has no criteria to try."
+        outcome, error = None, "Your edits have no criteria to try."
     elif not view_form.is_valid():
         outcome, error = None, "Fix what the judge sees (judge view and token budget) first."
     else:

@@ -14,7 +14,7 @@ from teams.access import TeamRequest, editor_required
 
 from .examples import example_delete, example_update
 from .services import RubricValidationError
-from .views_editor import redirect_after_post, rubric_or_404
+from .views_common import redirect_after_post, rubric_or_404
 
 
 @editor_required
@@ -26,7 +26,7 @@ def rubric_example(request: TeamRequest, rubric_id: Any, example_id: Any) -> Htt
     url = reverse("rubric_detail", args=[rubric.id]) + "#examples"
     if request.POST.get("op") == "delete":
         done = example_delete(rubric=rubric, example_id=example_id)
-        said = "Example removed from the draft: save a version to publish it."
+        said = "Example removed: the next saved version leaves it out."
     else:
         verdict = {"true": True, "false": False}.get(request.POST.get("satisfied", ""))
         try:
@@ -42,8 +42,8 @@ def rubric_example(request: TeamRequest, rubric_id: Any, example_id: Any) -> Htt
             messages.error(request, f"Example not saved: {said}")
             return redirect_after_post(request, url)
         done = updated is not None
-        said = "Example saved in the draft: save a version to publish it."
+        said = "Example saved: the next saved version takes it."
     if not done:
-        raise Http404("No such example in this rubric's draft")
+        raise Http404("No such example in this rubric")
     messages.success(request, said)
     return redirect_after_post(request, url)

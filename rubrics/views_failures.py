@@ -15,7 +15,7 @@ from runs.selectors import rubric_stats
 from teams.access import TeamRequest, team_required
 
 from .models import Criterion, Rubric, RubricVersion
-from .views_editor import int_param, rubric_or_404
+from .views_common import int_param, rubric_or_404
 
 
 def _version_for(request: TeamRequest, rubric: Rubric) -> RubricVersion | None:

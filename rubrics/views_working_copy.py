@@ -25,11 +25,13 @@ from .forms import (
     CriteriaFormSet,
     DraftMetaForm,
     DraftViewForm,
+    draft_criteria,
     draft_formset,
     draft_rows_from_formset,
 )
 from .models import Criterion, Rubric, WorkingCopy
-from .services import RubricValidationError
+from .services import CriterionInput, RubricValidationError
+from .versioning import save_number
 from .views_common import redirect_after_post, rubric_or_404
 from .working_copy import (
     WorkingCopyConflict,
@@ -89,9 +91,26 @@ def _error_answer(exc: AppError) -> JsonResponse:
     return JsonResponse({"message": page_message(exc), "extra": extra}, status=exc.status)
 
 
+def _save_number(rubric: Rubric, state: WorkingCopyState | None) -> int:
+    """The version number saving these edits makes (None: no edits, the current version)."""
+    if state is None:
+        current = Criterion.objects.filter(version_id=rubric.current_version_id)
+        criteria = [CriterionInput(c.description, c.required, c.key) for c in current]
+        return save_number(rubric=rubric, criteria=criteria, view={})
+    budget = state.run_token_budget.strip()
+    view = {
+        "judge_view": state.judge_view,
+        "run_token_budget": int(budget) if budget.isdigit() and len(budget) < 10 else None,
+        "instructions": state.instructions.strip(),
+    }
+    criteria, _ = draft_criteria([row.model_dump() for row in state.criteria])
+    return save_number(rubric=rubric, criteria=criteria, view=view)
+
+
 def _copy_answer(copy: WorkingCopy | None, rubric: Rubric) -> JsonResponse:
     """What the server holds now; the editor's next autosave is based on ``revision`` (none
-    when there is no copy) and ``base_version``."""
+    when there is no copy) and ``base_version``. ``save_number``: the version number saving
+    the edits makes (the save button shows it)."""
     if copy is None:
         current = rubric.current_version.number if rubric.current_version else None
         return JsonResponse(
@@ -100,6 +119,7 @@ def _copy_answer(copy: WorkingCopy | None, rubric: Rubric) -> JsonResponse:
                 "label": "No unsaved edits",
                 "revision": None,
                 "base_version": current,
+                "save_number": _save_number(rubric, None),
             }
         )
     return JsonResponse(
@@ -110,6 +130,7 @@ def _copy_answer(copy: WorkingCopy | None, rubric: Rubric) -> JsonResponse:
             "revision": str(copy.revision),
             "base_version": copy.base_version.number if copy.base_version else None,
             "edits": copy.state,
+            "save_number": _save_number(rubric, WorkingCopyState.model_validate(copy.state)),
         }
     )
 

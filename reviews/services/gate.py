@@ -214,7 +214,7 @@ def _override(
     is_owner: bool,
 ) -> PublishOutcome:
     if not is_owner:
-        raise OwnersOnly("only the team's owners may publish a draft that failed the gate")
+        raise OwnersOnly("only the team's owners may publish a draft version that failed the gate")
     note = f"published over the gate by {actor_name or 'an owner'}: {reason}"
     published = draft_publish(rubric=rubric, version=version, gate_note=note)
     Comparison.objects.filter(pk=check.pk, gate_state=GateState.FAILED).update(

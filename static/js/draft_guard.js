@@ -1,6 +1,8 @@
-// The rubric editor's draft is autosaved on the server as unsaved edits (one copy per rubric
-// and user, rubrics.working_copy) until it is saved as a version or discarded:
-// - as soon as typing changes the form, the state note says "Unsaved draft";
+// The rubric editor's form is autosaved on the server as unsaved edits (one copy per rubric
+// and user, rubrics.working_copy) until it is saved as a version or discarded; the New rubric
+// page's form the same way (one copy per team and user, rubrics.new_rubric_copy) until the
+// rubric is created. The form is the one with data-autosave-url:
+// - as soon as typing changes the form, the state note says "Unsaved edits";
 // - 800 ms after the last input, change or swap (add, move, delete, paste), the form is
 //   posted to the autosave URL ("Saving…", then "Unsaved edits saved HH:MM" or why not);
 // - when the tab is hidden the pending edits are posted at once, and when the page goes
@@ -11,12 +13,14 @@
 //   version number); the server refuses one from an older page (409: another tab saved newer
 //   edits, or this page came back from the browser's history) and the note says why, so a
 //   stale page never overwrites newer edits.
+// - the editor's answer says which version number saving the edits makes (a draft version
+//   made by comparing the same edits keeps its number): the save button shows it.
 // The editor is swapped by htmx, so listeners are delegated and the form is looked up again.
 (function () {
   "use strict";
-  var FORM = "#criteria-draft";
+  var FORM = "form[data-autosave-url]";
   var DELAY_MS = 800;
-  var IGNORED = ["csrfmiddlewaretoken", "try_run", "compare_n"]; // not part of the draft
+  var IGNORED = ["csrfmiddlewaretoken", "try_run", "compare_n"]; // not part of the edits
   var leaving = false;
   var stored = null; // the serialized form the server holds (or that matches the version)
   var base = ""; // the version number the page's form was loaded from
@@ -52,6 +56,12 @@
     span.textContent = text;
   }
 
+  function saveNumber(number) { // the version number saving makes, as the server says
+    var el = form();
+    var span = el && el.querySelector("[data-save-number]");
+    if (span && typeof number === "number") span.textContent = String(number);
+  }
+
   function body(el) {
     var params = new URLSearchParams(fields(el));
     params.set("base_version", base);
@@ -72,7 +82,7 @@
       if (lastState && inFlight === null) note(lastState[0], lastState[1]);
       return;
     }
-    if (inFlight === null) note("unsaved", "Unsaved draft");
+    if (inFlight === null) note("unsaved", "Unsaved edits");
     schedule();
   }
 
@@ -89,7 +99,7 @@
         failed = true;
         var why = answer.message ||
           (response.redirected ? "signed out: sign in again in another tab" : "the server answered " + response.status);
-        note("failed", "Unsaved draft: not saved on the server (" + why + "). Leaving this page loses it.");
+        note("failed", "Unsaved edits: not saved on the server (" + why + "). Leaving this page loses them.");
         return;
       }
       failed = false;
@@ -97,6 +107,7 @@
       revision = answer.revision || "";
       base = answer.base_version === null || answer.base_version === undefined ? "" : String(answer.base_version);
       if (serialized(form()) !== stored) return changed();
+      saveNumber(answer.save_number);
       lastState = [answer.state === "saved" ? "stored" : "clean", answer.label];
       note(lastState[0], lastState[1]);
     });
@@ -122,7 +133,7 @@
     }).then(function (response) { return answered(sent, response); }, function () {
       inFlight = null;
       failed = true;
-      note("failed", "Unsaved draft: not saved on the server (no connection). Leaving this page loses it.");
+      note("failed", "Unsaved edits: not saved on the server (no connection). Leaving this page loses them.");
     });
   }
 
@@ -176,8 +187,8 @@
     if (serialized(el) === stored && !failed) return;
     navigator.sendBeacon(el.dataset.autosaveUrl, body(el));
   });
-  // A swap (add, move, delete, paste, a refused save) renders the draft anew: autosave it if
-  // it changed. Saving or discarding went elsewhere; a swap back here means it did not leave.
+  // A swap (add, move, delete, paste, a refused save) renders the edits anew: autosave them if
+  // they changed. Saving or discarding went elsewhere; a swap back here means it did not leave.
   document.addEventListener("htmx:afterSettle", function () {
     leaving = false;
     changed();

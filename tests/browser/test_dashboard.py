@@ -78,7 +78,7 @@ def test_draft_rows_are_added_and_moved_in_place_with_htmx(
     expect(page.get_by_test_id("criteria-rows").locator("textarea")).to_have_count(4)
     page.get_by_role("button", name="Move criterion 1 down").click()
     expect(page.locator("#id_c-0-description")).to_have_value('Gives the "order number"')
-    # "Unsaved draft" until the autosave has it, then "Unsaved edits saved HH:MM".
+    # "Unsaved edits" until the autosave has it, then "Unsaved edits saved HH:MM".
     expect(page.locator("[data-draft-state]")).to_contain_text("Unsaved")
     assert rubric.versions.count() == 1
 
@@ -91,7 +91,7 @@ def test_try_the_draft_on_a_stored_run_shows_verdicts_inline(
     page = sign_in(browser_page, owner)
     page.goto(f"/rubrics/{rubric.id}/")
 
-    page.get_by_role("button", name="Try draft").click()
+    page.get_by_role("button", name="Try edits").click()
 
     result = page.locator("#try-result")
     expect(result.get_by_test_id("verdicts").locator("tbody tr")).to_have_count(3)

@@ -112,7 +112,7 @@ def test_the_editor_says_unsaved_as_you_type_and_warns_before_a_reload_loses_the
     page.reload()  # nothing changed: no warning
     page.locator("#id_c-0-description").click()
     page.keyboard.type(" and the date")
-    expect(page.get_by_text("Unsaved draft")).to_be_visible()
+    expect(page.get_by_text("Unsaved edits", exact=True)).to_be_visible()
     expect(page.locator("[data-draft-state]")).to_contain_text("not saved on the server")
     page.reload()
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from rubrics.models import WorkingCopy
+from rubrics.models import Rubric, WorkingCopy
 from rubrics.working_copy import CriterionRow, WorkingCopyState, working_copy_save
 from tests.browser.test_accessibility import axe_violations
 from tests.page_helpers import htmx_settled
@@ -69,11 +69,10 @@ def test_edits_the_server_refuses_are_named_and_leaving_still_asks(
     page.locator("#id_c-0-description").fill("x" * 5001)
     state = page.locator("[data-draft-state]")
     expect(state).to_contain_text("Criterion 1 is 5,001 characters; the limit is 5,000.")
-    expect(state).to_contain_text("Leaving this page loses it.")
+    expect(state).to_contain_text("Leaving this page loses them.")
     page.reload()
 
-    assert dialogs == ["beforeunload"]
-    assert not WorkingCopy.objects.exists()
+    assert dialogs == ["beforeunload"]  # (the page's last beacon may still reach the server)
 
 
 def test_keep_editing_closes_the_notice_and_saving_a_version_ends_the_edits(
@@ -95,7 +94,7 @@ def test_keep_editing_closes_the_notice_and_saving_a_version_ends_the_edits(
     assert not WorkingCopy.objects.exists()
 
 
-def test_discard_draft_under_the_criteria_ends_edits_made_since_the_page_opened(
+def test_discard_edits_under_the_criteria_ends_edits_made_since_the_page_opened(
     browser_page, sign_in, owner, make_rubric
 ):
     rubric = make_rubric()
@@ -107,7 +106,7 @@ def test_discard_draft_under_the_criteria_ends_edits_made_since_the_page_opened(
     expect(rows).to_have_count(2)
     expect(page.locator("[data-draft-state]")).to_contain_text("Unsaved edits saved")
     assert WorkingCopy.objects.filter(rubric=rubric, user=owner).exists()
-    page.get_by_role("button", name="Discard draft").click()
+    page.get_by_role("button", name="Discard edits").click()
 
     expect(page.get_by_text("Unsaved edits discarded")).to_be_visible()
     expect(rows).to_have_count(3)
@@ -135,12 +134,16 @@ def test_the_unsaved_edits_time_is_shown_in_the_readers_time_zone(
         context.close()
 
 
-@pytest.mark.parametrize(
-    "button",
-    ["Discard edits", "Discard draft"],  # the notice's plain form; htmx under the criteria
-)
+# The notice's plain form, and the htmx button under the criteria: both "Discard edits".
+DISCARD = {
+    "notice": lambda page: page.get_by_test_id("unsaved-edits").get_by_role("button"),
+    "criteria": lambda page: page.get_by_test_id("discard-edits"),
+}
+
+
+@pytest.mark.parametrize("where", list(DISCARD))
 def test_discarding_waits_for_an_autosave_in_flight_so_the_edits_stay_discarded(
-    browser_page, sign_in, owner, make_rubric, button
+    browser_page, sign_in, owner, make_rubric, where
 ):
     rubric = make_rubric()
     state = WorkingCopyState(criteria=[CriterionRow(description="Restored")]).model_dump()
@@ -154,7 +157,7 @@ def test_discarding_waits_for_an_autosave_in_flight_so_the_edits_stay_discarded(
     page.locator("#id_c-0-description").fill("Restored, then edited")
     expect(page.locator("[data-draft-state]")).to_have_text("Saving…")
     assert len(held) == 1
-    page.get_by_role("button", name=button).click()
+    DISCARD[where](page).filter(has_text="Discard edits").click()
     held[0].fulfill(response=held[0].fetch())  # the autosave lands; then the discard goes
 
     expect(page.get_by_text("Unsaved edits discarded")).to_be_visible()
@@ -184,3 +187,54 @@ def test_an_editor_page_older_than_the_stored_edits_never_overwrites_them(
     copy = WorkingCopy.objects.get(rubric=rubric, user=owner)
     assert copy.state["criteria"][0]["description"] == "Edited in the newer tab"
     new.close()
+
+
+# --- The New rubric page keeps its input the same way -----------------------------------------
+
+
+def test_the_new_rubric_page_keeps_its_input_over_a_reload_and_creates_v1_with_it(
+    browser_page, sign_in, owner
+):
+    page = sign_in(browser_page, owner)
+    page.goto("/rubrics/new/")
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.type), dialog.accept()))
+
+    page.get_by_label("Name").fill("Support quality")
+    page.get_by_label("Criteria").fill('- Mentions "refund"\n- [optional] Says thanks')
+    page.get_by_label("Trajectory").check()
+    page.get_by_label("Token budget").fill("8000")
+    expect(page.locator("[data-draft-state]")).to_contain_text("Unsaved edits saved")
+    page.reload()
+
+    assert dialogs == []  # the server had the input: leaving lost nothing
+    expect(page.get_by_test_id("unsaved-edits")).to_contain_text("You have unsaved edits from")
+    expect(page.get_by_label("Name")).to_have_value("Support quality")
+    expect(page.get_by_label("Criteria")).to_have_value(
+        '- Mentions "refund"\n- [optional] Says thanks'
+    )
+    expect(page.get_by_label("Trajectory")).to_be_checked()
+    expect(page.get_by_label("Token budget")).to_have_value("8000")
+
+    page.get_by_role("button", name="Create rubric").click()
+
+    expect(page.get_by_text("Rubric “Support quality” created.")).to_be_visible()
+    version = Rubric.objects.get().current_version
+    assert (version.number, version.judge_view, version.run_token_budget) == (1, "trajectory", 8000)
+    assert not WorkingCopy.objects.exists() and dialogs == []
+
+
+def test_leaving_the_new_rubric_page_with_input_the_server_lacks_asks_first(
+    browser_page, sign_in, owner
+):
+    page = sign_in(browser_page, owner)
+    page.route("**/unsaved-edits/", lambda route: route.abort())  # the connection drops
+    page.goto("/rubrics/new/")
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.type), dialog.accept()))
+
+    page.get_by_label("Name").fill("Support quality")
+    expect(page.locator("[data-draft-state]")).to_contain_text("not saved on the server")
+    page.reload()
+
+    assert dialogs == ["beforeunload"]  # (the page's last beacon may still reach the server)

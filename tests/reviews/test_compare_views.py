@@ -3,6 +3,7 @@ saving and publishing through the gate in the browser's forms (server side)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -205,3 +206,102 @@ def test_a_costly_comparison_asks_for_confirmation_like_a_re_score(
     team.confirm_cost_above = 1000
     team.save()
     assert _compare(client, rubric).status_code == 302  # below the threshold: no question
+
+
+# --- Compare, then save: the number the button shows is the number saved --------------------
+
+
+def _button_number(page: str) -> int:
+    found = re.search(
+        r'data-testid="save-version">Save as version <span data-save-number>(\d+)<', page
+    )
+    assert found, "no save button"
+    return int(found.group(1))
+
+
+# What the browser's autosave posts besides the rows: the judge view as the form has it.
+VIEW = {"judge_view": "final", "run_token_budget": "24000", "base_version": "1"}
+
+
+def _versions(rubric: Any) -> list[tuple[int, bool]]:
+    return list(rubric.versions.order_by("number").values_list("number", "published"))
+
+
+def test_saving_the_compared_edits_makes_the_compared_draft_version_under_the_buttons_number(
+    client_for,
+    teammate,
+    rubric,
+    labelled,  # noqa: F811
+):
+    client = client_for(teammate)
+    autosave = reverse("rubric_working_copy", args=[rubric.id])
+    edits = draft_post(rubric, ROWS, "") | VIEW
+    answer = client.post(autosave, edits).json()
+    assert answer["save_number"] == 2, answer
+    _compare(client, rubric)
+    assert _versions(rubric) == [(1, True), (2, False)]  # the comparison's draft version
+
+    page = client.get(reverse("rubric_detail", args=[rubric.id])).content.decode()
+    shown = _button_number(page)  # the form shows the compared edits (restored)
+    saved = client.post(
+        reverse("rubric_criteria", args=[rubric.id]), draft_post(rubric, ROWS, "save")
+    )
+
+    assert saved.status_code == 302
+    rubric.refresh_from_db()
+    assert shown == 2 and rubric.current_version.number == 2
+    assert _versions(rubric) == [(1, True), (2, True)]  # nothing else, nothing left a draft
+    page = client.get(saved["Location"]).content.decode()
+    assert "Saved as version 2." in page
+    history = page.split('data-testid="versions"', 1)[1].split("</ul>", 1)[0]
+    assert "draft version" not in history and history.count('class="num"') == 2
+    assert not WorkingCopy.objects.exists()
+
+
+def test_edits_changed_after_comparing_say_and_save_the_next_free_number(
+    client_for,
+    teammate,
+    rubric,
+    labelled,  # noqa: F811
+):
+    client = client_for(teammate)
+    autosave = reverse("rubric_working_copy", args=[rubric.id])
+    _compare(client, rubric)
+    other = [*ROWS[:2], ("c3", 'Says "thank you"', False)]
+    answer = client.post(autosave, draft_post(rubric, other, "") | VIEW).json()
+    assert answer["save_number"] == 3  # v2 is the compared edits, not these
+    revision = answer["revision"]
+    back = draft_post(rubric, ROWS, "") | VIEW | {"revision": revision}
+    assert client.post(autosave, back).json()["save_number"] == 2  # the compared edits again
+    page = client.get(reverse("rubric_detail", args=[rubric.id])).content.decode()
+    assert _button_number(page) == 2
+
+    client.post(reverse("rubric_criteria", args=[rubric.id]), draft_post(rubric, other, "save"))
+
+    rubric.refresh_from_db()
+    assert rubric.current_version.number == 3
+    assert _versions(rubric) == [(1, True), (2, False), (3, True)]
+
+
+def test_saving_compared_edits_under_a_gate_checks_the_compared_draft_version(
+    client_for,
+    teammate,
+    rubric,
+    labelled,  # noqa: F811
+):
+    gate_set(rubric=rubric, min_agreement=0.9)
+    client = client_for(teammate)
+    edits = draft_post(rubric, ROWS, "") | VIEW
+    client.post(reverse("rubric_working_copy", args=[rubric.id]), edits)
+    _compare(client, rubric)
+    page = client.get(reverse("rubric_detail", args=[rubric.id])).content.decode()
+    assert _button_number(page) == 2
+
+    saved = client.post(
+        reverse("rubric_criteria", args=[rubric.id]), draft_post(rubric, ROWS, "save")
+    )
+
+    assert "Saved as draft version 2: checking the publishing gate" in (
+        client.get(saved["Location"]).content.decode()
+    )
+    assert _versions(rubric) == [(1, True), (2, False)]  # the gate checks the compared one

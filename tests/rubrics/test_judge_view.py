@@ -400,7 +400,7 @@ def test_a_bad_view_or_budget_in_the_draft_is_shown_next_to_it_and_saves_nothing
 
     assert response.status_code == 200
     assert message in response.content.decode()
-    assert "Unsaved draft" in response.content.decode()
+    assert 'data-draft-state="unsaved">Unsaved edits<' in response.content.decode()
     assert versions(rubric) == [1]
 
 
@@ -415,7 +415,7 @@ def test_other_draft_edits_keep_the_chosen_view_unsaved(owner, make_rubric):
 
     page = response.content.decode()
     assert 'name="judge_view" value="trajectory" checked' in page
-    assert "Unsaved draft" in page and versions(rubric) == [1]
+    assert 'data-draft-state="unsaved">Unsaved edits<' in page and versions(rubric) == [1]
 
 
 def test_a_viewer_reads_the_view_and_budget_without_a_form(viewer, make_rubric):

@@ -404,7 +404,7 @@ def test_a_viewer_reads_the_editor_without_any_edit_control(viewer, make_rubric)
     page = signed_in(viewer).get(reverse("rubric_detail", args=[rubric.id])).content.decode()
 
     assert "Mentions" in page and "Read only" in page
-    for control in ("Save as version", "Save settings", "Try draft", "+ Add criterion", "Re-score"):
+    for control in ("Save as version", "Save settings", "Try edits", "+ Add criterion", "Re-score"):
         assert control not in page
 
 

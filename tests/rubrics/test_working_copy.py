@@ -116,6 +116,7 @@ def test_edits_that_match_the_current_version_are_not_kept(owner, make_rubric):
         "label": "No unsaved edits",
         "revision": None,
         "base_version": 1,
+        "save_number": 2,
     }
     assert not WorkingCopy.objects.exists()
     assert "You have unsaved edits" not in editor(client, rubric)
