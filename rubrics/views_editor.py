@@ -229,6 +229,14 @@ def _save(
     draft = {"formset": formset, "meta": meta, "view_form": view_form, "rows": rows}
     if not view_form.is_valid():
         return _render_editor(request, rubric, **draft)
+    number = _save_number(rubric, formset, view_form)
+    if request.POST.get("expected_number", str(number)) != str(number):
+        # The button showed another number (edits typed after the last autosave answered):
+        # nothing is saved under a number the user did not see.
+        return _render_editor(
+            request, rubric, draft_error=f"Saving these edits makes version {number}, not the "
+            f"number the button showed. Press “Save as version {number}” again to save.", **draft
+        )  # fmt: skip
     if rubric.gate and rubric.current_version_id:  # published once it passes the gate
         note = meta.cleaned_data.get("note", "")
         return gated_save(

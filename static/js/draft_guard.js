@@ -59,7 +59,10 @@
   function saveNumber(number) { // the version number saving makes, as the server says
     var el = form();
     var span = el && el.querySelector("[data-save-number]");
-    if (span && typeof number === "number") span.textContent = String(number);
+    if (typeof number !== "number") return;
+    if (span) span.textContent = String(number);
+    var input = el && el.querySelector("[data-save-number-input]"); // the server checks it on save
+    if (input) input.value = String(number);
   }
 
   function body(el) {

@@ -283,6 +283,30 @@ def test_edits_changed_after_comparing_say_and_save_the_next_free_number(
     assert _versions(rubric) == [(1, True), (2, False), (3, True)]
 
 
+def test_a_save_under_a_number_the_button_no_longer_shows_is_refused_and_says_the_number(
+    client_for,
+    teammate,
+    rubric,
+    labelled,  # noqa: F811
+):
+    """Edits typed after the last autosave answered: the button still says 2, saving them
+    makes 3. Nothing is saved under a number the user did not see; the page says 3."""
+    client = client_for(teammate)
+    _compare(client, rubric)
+    other = [*ROWS[:2], ("c3", 'Says "thank you"', False)]
+    save = reverse("rubric_criteria", args=[rubric.id])
+
+    refused = client.post(save, draft_post(rubric, other, "save") | {"expected_number": "2"})
+
+    assert refused.status_code == 200
+    assert _versions(rubric) == [(1, True), (2, False)]
+    page = refused.content.decode()
+    assert "Saving these edits makes version 3" in page and _button_number(page) == 3
+    saved = client.post(save, draft_post(rubric, other, "save") | {"expected_number": "3"})
+    assert saved.status_code == 302
+    assert _versions(rubric) == [(1, True), (2, False), (3, True)]
+
+
 def test_saving_compared_edits_under_a_gate_checks_the_compared_draft_version(
     client_for,
     teammate,
