@@ -158,6 +158,9 @@ def score(request: HttpRequest, payload: ScoreIn):
     429 (with `Retry-After`, storing nothing): the team already has EVALSITE_SCORE_MAX_WAITING
     score calls waiting. `inline`: the web process judges the run itself, exactly as a worker
     would (a worker that claimed an evaluation first judges it; never two results).
+    An `external_id` scored before answers its stored result (`stored: true`; `rubric_version`
+    says which version judged it); `fresh: true` judges that run again on the rubric's current
+    version (a new evaluation; the earlier one stays in the run's history).
     """
     team = editor(request).team
     with score_waiting_slot(team=team, timeout=payload.timeout):
@@ -167,9 +170,10 @@ def score(request: HttpRequest, payload: ScoreIn):
             criteria=payload.criteria_value(),
             judge_view=payload.judge_view or "",
             inline=payload.inline,
+            fresh=payload.fresh,
         )
         awaited = score_await(team=team, submitted=submitted, timeout=payload.timeout)
     ids = [e.id for e in submitted.evaluations]
     run = run_get(team=team, run_id=submitted.run.pk) or submitted.run  # its result now
-    out = score_out(run, awaited.scored or evaluations_scored(ids=ids))
+    out = score_out(run, awaited.scored or evaluations_scored(ids=ids), stored=submitted.stored)
     return Status(200 if awaited.finished and out["status"] in FINAL_STATUSES else 202, out)

@@ -391,6 +391,12 @@ class ScoreIn(RunPayload):
         description="Judge in the web process now (the worker's claim, judge and write path; "
         "a worker that claimed first wins), instead of waiting for a worker",
     )
+    fresh: bool = Field(
+        default=False,
+        description="When external_id names a run scored before: judge it again now (its "
+        "rubric's current version; the earlier verdict stays in its history) instead of "
+        "answering the stored result",
+    )
 
     @field_validator("judge_view")
     @classmethod
@@ -404,7 +410,7 @@ class ScoreIn(RunPayload):
 
     def run_payload(self) -> RunPayload:
         return RunPayload.model_validate(
-            self.model_dump(exclude={"criteria", "timeout", "judge_view", "inline"})
+            self.model_dump(exclude={"criteria", "timeout", "judge_view", "inline", "fresh"})
         )
 
     def criteria_value(self) -> Any:
@@ -435,13 +441,22 @@ class ScoreOut(Schema):
     evaluation_id: UUID = Field(description="The rubric evaluation (else the alignment one)")
     evaluation_ids: list[UUID]
     run_id: UUID
+    stored: bool = Field(
+        description="True: external_id named a run scored before and this is its stored "
+        "result, not judged again (send fresh=true to re-judge it)"
+    )
+    rubric_version: int | None = Field(
+        description="The rubric version the verdict came from (null: inline criteria, or "
+        "alignment only)"
+    )
 
 
-def score_out(run: AgentRun, scored: Scored) -> dict[str, Any]:
+def score_out(run: AgentRun, scored: Scored, *, stored: bool = False) -> dict[str, Any]:
     """The result an agent loop reads. ``run``: the run as it is now (read after the wait):
     its result (runs.scoring.rules.run_result, the one every surface shows) gives status,
     passed and score (an alignment-only run's score is its alignment score). The evaluations
-    add the rubric's reason and verdicts, the alignment breakdown and the first error."""
+    add the rubric's reason, verdicts and version, the alignment breakdown and the first
+    error. ``stored``: the answer is a run scored by an earlier call (Submitted.stored)."""
     evaluations = scored.evaluations
     rubric = next((e for e in evaluations if e.kind == Kind.RUBRIC), None)
     alignment = next((e for e in evaluations if e.kind == Kind.ALIGNMENT), None)
@@ -463,6 +478,10 @@ def score_out(run: AgentRun, scored: Scored) -> dict[str, Any]:
         "evaluation_id": primary.id,
         "evaluation_ids": [e.id for e in evaluations],
         "run_id": run.id,
+        "stored": stored,
+        "rubric_version": rubric.rubric_version.number  # type: ignore[union-attr]
+        if rubric and rubric.rubric_version_id
+        else None,
     }
 
 

@@ -68,6 +68,7 @@ def evaluation_get(*, team: Team, evaluation_id: Any) -> Evaluation | None:
 SCORED_FIELDS = (
     "id", "run_id", "kind", "status", "passed", "score", "reason", "error", "created_at",
     "user_score", "system_score", "band", "system_applicable", "user_applicable",
+    "rubric_version", "rubric_version__number",
 )  # fmt: skip
 
 
@@ -84,7 +85,10 @@ def evaluations_scored(*, ids: list[Any]) -> Scored:
     (runs.schemas.score_out) reads: a rubric evaluation's verdicts, an alignment evaluation's
     breakdown, each read only when such an evaluation is there (one to three queries)."""
     rows = list(
-        Evaluation.objects.filter(id__in=ids).only(*SCORED_FIELDS).order_by("created_at", "kind")
+        Evaluation.objects.filter(id__in=ids)
+        .select_related("rubric_version")
+        .only(*SCORED_FIELDS)
+        .order_by("created_at", "kind")
     )
     verdicts: dict[Any, list[CriterionVerdict]] = {}
     breakdowns: dict[Any, list[AlignmentBreakdown]] = {}

@@ -14,18 +14,20 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from django.conf import settings
+from django.db import transaction
 
 from evalsite.errors import Conflict, TooManyRequests
 from rubrics.services import criteria_from_any, criteria_validate
 from teams.models import Team
 
 from ..liveness import worker_missing_for
-from ..models import AgentRun, Evaluation, Kind
+from ..models import PENDING_STATUSES, AgentRun, Evaluation, Kind, Status
 from ..payloads import RunPayload
 from ..ratelimit import backend
 from ..selectors import Scored, evaluations_for_run
+from .evaluations import evaluation_build, evaluations_enqueue
 from .execute import Outcome
-from .ingest import NothingToScore, RunValidationError, run_store
+from .ingest import NothingToScore, RunValidationError, run_store, version_evaluation
 from .inline import InlineSlot, inline_finished, inline_reserve, score_inline
 from .notify import wait_for_evaluations
 
@@ -92,13 +94,15 @@ class ScoreConflict(Conflict, ValueError):
 
 @dataclass
 class Submitted:
-    """A stored score call: the run, the evaluations that decide its score, and whether this
-    process judges them (``judging``: already started on an inline thread)."""
+    """A stored score call: the run, the evaluations that decide its score, whether this
+    process judges them (``judging``: already started on an inline thread), and whether they
+    are a ``stored`` result (the external_id's run from an earlier call, not judged again)."""
 
     run: AgentRun
     evaluations: list[Evaluation]
     here: bool = False
     judging: Future[list[Outcome]] | None = None
+    stored: bool = False
 
 
 def score_submit(
@@ -108,6 +112,7 @@ def score_submit(
     criteria: Any = None,
     judge_view: str = "",
     inline: bool = False,
+    fresh: bool = False,
 ) -> Submitted:
     """Ingest the run (``criteria``, a list of {description, required} or text, replaces the
     rubric's) and return it with the evaluations that decide its score.
@@ -118,7 +123,8 @@ def score_submit(
 
     Raises RunValidationError, storing nothing, when nothing would be scored (no criteria, no
     rubric with criteria, alignment off). The same external_id and content again returns the stored run
-    and its evaluations; other inline criteria under that external_id raise ScoreConflict.
+    and its evaluations (``stored``), or with ``fresh`` judges it again (score_rejudge); other
+    inline criteria under that external_id raise ScoreConflict.
     """
     parsed = _inline(criteria)
     here = _judge_here(inline)
@@ -138,11 +144,14 @@ def score_submit(
             raise ScoreConflict(run)
         if not evaluations:  # a run stored before by POST /api/runs with nothing to score
             raise NothingToScore()
+        if fresh and not created:
+            evaluations = score_rejudge(team=team, run=run, evaluations=evaluations)
     except BaseException:
         if slot is not None:
             slot.release()
         raise
-    return Submitted(run, evaluations, here, _start(slot, created, evaluations, token))
+    judging = _start(slot, created, evaluations, token)
+    return Submitted(run, evaluations, here, judging, stored=not created and not fresh)
 
 
 def _start(
@@ -154,6 +163,53 @@ def _start(
         slot.release()
         return None
     return slot.start(evaluations=evaluations, token=token)
+
+
+def score_rejudge(*, team: Team, run: AgentRun, evaluations: list[Evaluation]) -> list[Evaluation]:
+    """A stored run judged again (``fresh``), as a re-score judges it: a new evaluation of each
+    kind it is scored with (its rubric's current version, or the same inline criteria in the
+    same view; its alignment), queued for the workers; the earlier evaluations stay in its
+    history, and verdicts whose criterion, content and judge are unchanged are reused
+    (SCORING.md "Verdict reuse"). An evaluation still pending (a call that ran out of time)
+    is being judged now: it is the one awaited, none is added. Returns the run's newest
+    evaluations (a concurrent fresh call's twin, when the pending constraint kept ours out)."""
+    if any(e.status in PENDING_STATUSES for e in evaluations):
+        return evaluations
+    built = [
+        _again(run, e, team.judge_prices)
+        for e in evaluations
+        if e.kind == Kind.ALIGNMENT or e.rubric_id == run.rubric_id
+    ]
+    with transaction.atomic():
+        Evaluation.objects.bulk_create(built, ignore_conflicts=True)
+        ids = list(
+            Evaluation.objects.filter(pk__in=[e.pk for e in built]).values_list("pk", flat=True)
+        )
+        AgentRun.objects.filter(pk=run.pk).exclude(status=Status.RUNNING).update(
+            status=Status.QUEUED
+        )
+        evaluations_enqueue(ids, bulk=False)
+    return evaluations_for_run(run=run)
+
+
+def _again(run: AgentRun, stored: Evaluation, prices: Any) -> Evaluation:
+    """A new evaluation of ``run`` judging what ``stored`` judged, on today's rubric version."""
+    rubric = stored.rubric
+    if stored.kind == Kind.ALIGNMENT:
+        return evaluation_build(
+            run=run, kind=Kind.ALIGNMENT, rubric=rubric, alignment_mode=stored.alignment_mode,
+            prices=prices,
+        )  # fmt: skip
+    if stored.inline_criteria is not None:
+        return evaluation_build(
+            run=run, kind=Kind.RUBRIC, rubric=rubric, inline_criteria=stored.inline_criteria,
+            judge_view=stored.judge_view, prices=prices,
+        )  # fmt: skip
+    if rubric is not None and rubric.current_version_id:
+        return version_evaluation(run=run, rubric=rubric, prices=prices)
+    return evaluation_build(
+        run=run, kind=Kind.RUBRIC, rubric=rubric, version=stored.rubric_version, prices=prices
+    )
 
 
 def _inline(criteria: Any) -> list[dict[str, Any]] | None:

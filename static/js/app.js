@@ -43,15 +43,24 @@
     if (button && !window.confirm(button.getAttribute("data-confirm"))) event.preventDefault();
   });
 
-  // Single-key shortcuts: only on pages that list them in the "?" overlay (#keys-dialog), never
-  // while typing, and off altogether when the reader switches them off (kept in localStorage).
+  // Keyboard shortcuts, listed by the "?" overlay (#keys-dialog, on every page:
+  // templates/includes/keys.html): never while typing in a field, and, but for "?" itself, off
+  // altogether when the reader switches them off (kept in localStorage).
   var KEYS_OFF = "evalsite-shortcuts-off";
   function shortcutsOn() {
     try { return window.localStorage.getItem(KEYS_OFF) !== "1"; } catch (e) { return true; }
   }
   window.evalsiteShortcutsOn = shortcutsOn;
 
+  // The page's search field, which "/" puts the cursor in (the overlay lists "/" only then).
+  function searchField() {
+    return document.querySelector("main input[type=search]");
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    if (searchField()) {
+      document.querySelectorAll("#keys-dialog [data-keys-search]").forEach(function (el) { el.hidden = false; });
+    }
     var toggle = document.getElementById("keys-toggle");
     if (!toggle) return;
     toggle.checked = shortcutsOn();
@@ -63,25 +72,67 @@
     });
   });
 
+  // The overlay opens over whatever had focus, and gives focus back to it when it closes
+  // (Escape, its Close button, or "?" again).
+  var beforeKeys = null;
+  function openKeys(dialog) {
+    beforeKeys = document.activeElement;
+    dialog.showModal();
+  }
+  document.addEventListener("close", function (event) {
+    if (event.target.id !== "keys-dialog") return;
+    var back = beforeKeys;
+    beforeKeys = null;
+    if (back && back !== document.body && back.isConnected && back.focus) back.focus();
+  }, true);
+
   document.addEventListener("click", function (event) {
     var opener = event.target.closest && event.target.closest("[data-keys-open]");
     var dialog = document.getElementById("keys-dialog");
-    if (opener && dialog) dialog.showModal();
+    if (opener && dialog) openKeys(dialog);
   });
 
-  // Elements marked data-hotkey="n" (links or buttons) are pressed by that key.
+  // "g" then a letter follows the overlay's link for it (g h: Home); the pair must come
+  // within two seconds, and a "g" followed by anything else is forgotten.
+  var goArmed = 0;
+  function goTo(key) {
+    var armed = goArmed && Date.now() - goArmed < 2000;
+    goArmed = 0;
+    var link = armed && document.querySelector('#keys-dialog a[data-go="' + CSS.escape(key) + '"]');
+    if (link) window.location.assign(link.href);
+    return !!link;
+  }
+
+  // "?" shows or hides the overlay; "/" goes to the search field; "g" pairs go places;
+  // elements marked data-hotkey="n" (links or buttons) are pressed by that key.
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.metaKey || event.altKey || event.isComposing) return;
-    if (typing(event.target) || typing(document.activeElement)) return;
     var dialog = document.getElementById("keys-dialog");
     if (!dialog) return;
+    var inDialog = dialog.open && dialog.contains(document.activeElement);
+    if (!inDialog && (typing(event.target) || typing(document.activeElement))) return;
     if (event.key === "?") {
       event.preventDefault();
-      if (dialog.open) dialog.close(); else dialog.showModal();
+      if (dialog.open) dialog.close(); else openKeys(dialog);
       return;
     }
     if (!shortcutsOn() || dialog.open) return;
-    var target = document.querySelector('[data-hotkey="' + event.key + '"]');
+    if (goTo(event.key)) {
+      event.preventDefault();
+      event.stopImmediatePropagation(); // the page's own key (a: agree) does not act too
+      return;
+    }
+    if (event.key === "g") {
+      goArmed = Date.now();
+      return;
+    }
+    var search = event.key === "/" && searchField();
+    if (search) {
+      event.preventDefault();
+      search.focus();
+      return;
+    }
+    var target = document.querySelector('[data-hotkey="' + CSS.escape(event.key) + '"]');
     if (target && !target.disabled && (target.href || target.form)) {
       event.preventDefault();
       target.click();

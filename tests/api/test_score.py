@@ -123,10 +123,70 @@ def test_scoring_the_same_external_id_again_returns_the_same_result(live_api):
 
     assert again.status_code == 200
     assert again.json()["evaluation_id"] == first["evaluation_id"]
+    assert (first["stored"], again.json()["stored"]) == (False, True)
+    assert again.json()["rubric_version"] is None  # inline criteria have no version
     other = live_api.post(
         "/score", run_payload(external_id="loop-1", criteria="- Other", timeout=5)
     )
     assert_error(other, 409)
+
+
+@pytest.mark.worker
+def test_a_stored_result_names_its_version_and_fresh_re_judges_on_the_current_one(
+    live_api, make_rubric, fake_judge
+):
+    from rubrics.services import rubric_set_criteria
+
+    rubric = make_rubric()
+    payload = run_payload(external_id="loop-v", rubric=rubric.slug, timeout=60)
+    first = live_api.post("/score", payload).json()
+    assert (first["passed"], first["stored"], first["rubric_version"]) == (True, False, 1)
+    rubric_set_criteria(rubric=rubric, criteria=[{"description": 'Mentions "voucher"'}])
+    calls = fake_judge.stats()["completions"]
+
+    again = live_api.post("/score", payload).json()
+
+    assert (again["passed"], again["stored"], again["rubric_version"]) == (True, True, 1)
+    assert again["evaluation_id"] == first["evaluation_id"]
+    assert fake_judge.stats()["completions"] == calls  # nothing judged
+
+    fresh = live_api.post("/score", payload | {"fresh": True})
+
+    assert fresh.status_code == 200, fresh.content
+    body = fresh.json()
+    assert (body["status"], body["passed"], body["stored"], body["rubric_version"]) == (
+        "succeeded",
+        False,
+        False,
+        2,
+    )
+    assert body["run_id"] == first["run_id"] and body["evaluation_id"] != first["evaluation_id"]
+    assert [v["description"] for v in body["verdicts"]] == ['Mentions "voucher"']
+    assert AgentRun.objects.filter(external_id="loop-v").count() == 1
+    # The earlier verdict stays in the run's history; the run's result is the new one.
+    old = live_api.get(f"/evaluations/{first['evaluation_id']}").json()
+    assert (old["passed"], old["rubric_version"]) == (True, 1)
+    run = live_api.get(f"/runs/{first['run_id']}").json()
+    assert run["passed"] is False
+    assert live_api.post("/score", payload).json()["evaluation_id"] == body["evaluation_id"]
+
+
+@pytest.mark.worker
+def test_fresh_on_inline_criteria_judges_the_same_criteria_again(live_api):
+    payload = run_payload(external_id="loop-i", criteria=CRITERIA, timeout=60)
+    first = live_api.post("/score", payload).json()
+
+    body = live_api.post("/score", payload | {"fresh": True, "inline": True}).json()
+
+    assert (body["status"], body["passed"], body["stored"]) == ("succeeded", True, False)
+    assert body["evaluation_id"] != first["evaluation_id"] and body["rubric_version"] is None
+    assert [v["satisfied"] for v in body["verdicts"]] == [True, False]
+    assert AgentRun.objects.filter(external_id="loop-i").count() == 1
+
+
+def test_fresh_on_a_new_run_is_a_plain_first_score(api):
+    body = api.post("/score", run_payload(criteria=CRITERIA, timeout=1, fresh=True)).json()
+    assert body["stored"] is False
 
 
 @pytest.mark.parametrize(
@@ -134,6 +194,7 @@ def test_scoring_the_same_external_id_again_returns_the_same_result(live_api):
     [
         ({"timeout": 121}, "timeout"),
         ({"timeout": 0}, "timeout"),
+        ({"fresh": "maybe"}, "fresh"),
         ({"criteria": [{"required": True}]}, "criteria"),
     ],
 )

@@ -174,3 +174,108 @@ def test_no_shortcut_acts_while_typing_in_any_kind_of_field(
     expect(page.locator("#t-editable")).to_have_text("adjknp?")
     expect(page.locator("#note-c2")).to_have_value("adjknp?")
     assert not VerdictLabel.objects.filter(run=newer).exists()
+
+
+def open_and_close_keys(page, *, own: str | None = None) -> None:
+    """``?`` opens the overlay (heading, the global list, this page's own keys when ``own``
+    names one of them); Escape closes it and focus is back where it was."""
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.locator("a.brand").focus()
+    page.keyboard.press("?")
+    dialog = page.locator("#keys-dialog")
+    expect(dialog).to_be_visible()
+    expect(dialog.get_by_role("heading", name="Keyboard shortcuts")).to_be_visible()
+    expect(dialog.get_by_test_id("global-keys")).to_contain_text("Home")
+    if own:
+        expect(dialog.get_by_role("heading", name="On this page")).to_be_visible()
+        expect(dialog).to_contain_text(own)
+    else:
+        expect(dialog.get_by_role("heading", name="On this page")).to_have_count(0)
+    page.keyboard.press("Escape")
+    expect(dialog).to_be_hidden()
+    expect(page.locator("a.brand")).to_be_focused()
+
+
+def test_question_mark_opens_the_shortcut_list_on_every_kind_of_page(
+    browser_page,
+    sign_in,
+    owner,
+    queue,  # noqa: F811
+):
+    rubric, newer, _ = queue
+    page = sign_in(browser_page, owner)
+    pages = [
+        ("/", None),
+        ("/runs/", None),
+        (f"/runs/{newer.id}/", None),
+        (f"/rubrics/{rubric.id}/", None),
+        ("/team/", None),  # its context has API keys named ``keys``: not this page's shortcuts
+        (f"/reviews/{rubric.id}/", "Start reviewing"),
+        (f"/reviews/{rubric.id}/runs/{newer.id}/", "Agree with the judge"),
+    ]
+    for path, own in pages:
+        page.goto(path)
+        open_and_close_keys(page, own=own)
+
+
+@pytest.mark.parametrize(
+    ("path", "field"),
+    [
+        ("/runs/", "#f-q"),
+        ("/team/", "#id_name"),
+        ("rubric", "#id_c-0-description"),
+    ],
+)
+def test_typing_a_question_mark_into_a_field_does_not_open_the_list(
+    browser_page, sign_in, owner, make_rubric, path, field
+):
+    rubric = make_rubric()
+    page = sign_in(browser_page, owner)
+    page.goto(f"/rubrics/{rubric.id}/" if path == "rubric" else path)
+    page.locator(field).click()
+    page.keyboard.press("End")
+    page.keyboard.type(" why?")
+    expect(page.locator(field)).to_have_value(re.compile(r" why\?$"))
+    expect(page.locator("#keys-dialog")).to_be_hidden()
+    expect(page.locator(field)).to_be_focused()
+
+
+def test_slash_goes_to_the_search_field_and_g_keys_go_to_the_listed_pages(
+    browser_page, sign_in, owner
+):
+    page = sign_in(browser_page, owner)
+    page.goto("/runs/")
+    page.keyboard.press("?")
+    listed = page.locator("#keys-dialog dd[data-keys-search]")
+    expect(listed).to_be_visible()
+    expect(listed).to_contain_text("search field")
+    page.keyboard.press("Escape")
+    page.keyboard.press("/")
+    expect(page.locator("#f-q")).to_be_focused()
+
+    page.goto("/team/")  # no search field: "/" is not listed
+    page.keyboard.press("?")
+    expect(page.locator("#keys-dialog")).to_be_visible()
+    expect(listed).to_be_hidden()
+    page.keyboard.press("Escape")
+    with page.expect_navigation(url=re.compile(r"/runs/$")):
+        page.keyboard.press("g")
+        page.keyboard.press("r")
+    with page.expect_navigation(url=re.compile(r"/team/$")):
+        page.keyboard.press("g")
+        page.keyboard.press("s")
+
+
+def test_g_a_on_the_review_page_goes_to_alerts_without_agreeing(
+    browser_page,
+    sign_in,
+    teammate,
+    queue,  # noqa: F811
+):
+    rubric, newer, _ = queue
+    page = sign_in(browser_page, teammate)
+    page.goto(f"/reviews/{rubric.id}/runs/{newer.id}/")
+    with page.expect_navigation(url=re.compile(r"/alerts/")):
+        page.keyboard.press("g")
+        page.keyboard.press("a")
+    assert not VerdictLabel.objects.filter(run=newer).exists()

@@ -8,14 +8,17 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from evalsite_client import Client
 from evalsite_client.cli import main
+from evalsite_client.cli.commands import ago
 from evalsite_client.gate import BULK_CHUNK
 
 from tests.clients.pyclient import NOT_PASSING, PASSING, TASK, cli_env
@@ -68,6 +71,43 @@ def test_score_with_inline_criteria_from_stdin(env, worker, monkeypatch, capsys)
 
     assert main(["score", "-", "--criteria", '- Mentions "refund"', "--wait", "60"]) == 0
     assert 'c1 [required] Mentions "refund"' in capsys.readouterr().out
+
+
+def test_a_stored_score_is_printed_as_stored_with_its_version_and_fresh_re_judges(
+    env, worker, make_rubric, tmp_path, capsys
+):
+    from rubrics.services import rubric_set_criteria
+
+    rubric = make_rubric()
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps(payload(PASSING, external_id="cli-fresh")))
+    args = ["score", str(run), "--rubric", "support-quality", "--wait", "60"]
+    assert main(args) == 0
+    assert "stored" not in capsys.readouterr().out
+    rubric_set_criteria(rubric=rubric, criteria=[{"description": 'Mentions "voucher"'}])
+
+    assert main(args) == 0
+    first_line = capsys.readouterr().out.splitlines()[0]
+    assert re.match(
+        r"PASSED \(stored result from version 1, judged \d+ (s|min) ago; --fresh to re-judge\)",
+        first_line,
+    ), first_line
+
+    assert main([*args, "--fresh"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("NOT PASSED  score") and "stored" not in out
+    assert 'Mentions "voucher"' in out
+
+
+@pytest.mark.parametrize(
+    ("seconds", "said"),
+    [(0, "0 s ago"), (59, "59 s ago"), (60, "1 min ago"), (3 * 3600 + 5, "3 h ago"),
+     (2 * 86400, "2 d ago")],
+)  # fmt: skip
+def test_how_long_ago_a_result_was_judged_is_said_coarsely(seconds, said):
+    now = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+    stamp = (now - timedelta(seconds=seconds)).isoformat().replace("+00:00", "Z")
+    assert ago(stamp, now) == said
 
 
 def test_a_score_still_judging_exits_3_with_the_evaluation_ids(

@@ -227,6 +227,25 @@ def test_an_inline_score_is_judged_by_the_web_process_and_never_queued(
     assert evaluation.enqueued_at is None and evaluation.attempts == 1  # never sent to a worker
 
 
+def test_a_stored_score_says_so_with_its_version_and_fresh_re_judges_it(
+    evalsite, worker, make_rubric
+):
+    from rubrics.services import rubric_set_criteria
+
+    rubric = make_rubric()
+    ask = dict(rubric="support-quality", task=TASK, timeout=60, external_id="py-fresh")
+    first = evalsite.score(PASSING, **ask)
+    rubric_set_criteria(rubric=rubric, criteria=[{"description": 'Mentions "voucher"'}])
+
+    again = evalsite.score(PASSING, **ask)
+    fresh = evalsite.score(PASSING, fresh=True, **ask)
+
+    assert (first.stored, first.rubric_version, first.passed) == (False, 1, True)
+    assert (again.stored, again.rubric_version, again.passed) == (True, 1, True)
+    assert (fresh.stored, fresh.rubric_version, fresh.passed) == (False, 2, False)
+    assert fresh.run_id == first.run_id and fresh.evaluation_id != first.evaluation_id
+
+
 def test_a_score_over_the_judge_budget_raises_over_budget_never_a_pass(
     evalsite, worker, team, make_rubric
 ):

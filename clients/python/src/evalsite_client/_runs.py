@@ -128,6 +128,7 @@ class RunsMixin(BaseClient):
         criteria: str | list[dict[str, Any]] | None = None,
         timeout: float = 30.0,
         inline: bool | None = None,
+        fresh: bool | None = None,
         run: dict[str, Any] | None = None,
         **fields: Any,
     ) -> ScoreResult:
@@ -135,14 +136,16 @@ class RunsMixin(BaseClient):
 
         ``criteria`` (text or a list) replace the rubric's; ``inline=True`` asks the web
         process that receives the call to judge it itself (no worker queue: what an agent
-        loop wants; see docs/api.md); fields are the run payload's
+        loop wants; see docs/api.md); an ``external_id`` scored before answers its stored
+        result (``ScoreResult.stored``, ``rubric_version``) unless ``fresh=True``, which
+        judges that run again on the rubric's current version; fields are the run payload's
         (``task=``/``system=`` build the input). Raises ``StillJudging`` when the wait ran out
         (``OverBudget``, a kind of it, when the team's judge budget is reached)
         (the evaluations go on) and ``JudgingFailed`` when the judge failed for good: a
         ``ScoreResult`` is always a whole verdict, never a guess.
         """
         payload = keyed(run_payload(run, output=output, rubric=rubric, **fields))
-        payload |= body(criteria=criteria, timeout=timeout, inline=inline)
+        payload |= body(criteria=criteria, timeout=timeout, inline=inline, fresh=fresh)
         response = self._request("runs_api_score", json=payload, timeout=timeout + 30)
         answer = response.json()
         if answer.get("status") == "over_budget":

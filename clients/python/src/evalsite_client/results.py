@@ -15,7 +15,9 @@ class ScoreResult:
 
     ``passed``: every required criterion holds (an alignment-only score passes only when the
     API says so); ``reason``: which criteria failed and why, one line each, to feed back to
-    the agent; ``verdicts``: one per criterion.
+    the agent; ``verdicts``: one per criterion. ``stored``: the run's ``external_id`` was
+    scored before and this is that stored result, not judged again (``fresh=True`` re-judges);
+    ``rubric_version``: the rubric version the verdict came from (None: inline criteria).
     """
 
     passed: bool
@@ -27,6 +29,8 @@ class ScoreResult:
     run_id: str
     evaluation_id: str = ""
     alignment: dict[str, Any] | None = None
+    stored: bool = False
+    rubric_version: int | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -46,6 +50,8 @@ def score_result(answer: dict[str, Any]) -> ScoreResult:
         run_id=str(answer.get("run_id", "")),
         evaluation_id=str(answer.get("evaluation_id", "")),
         alignment=answer.get("alignment"),
+        stored=answer.get("stored") is True,
+        rubric_version=answer.get("rubric_version"),
         raw=answer,
     )
 

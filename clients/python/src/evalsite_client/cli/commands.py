@@ -6,11 +6,13 @@ import argparse
 import json
 import sys
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from typing import Any
 
 from ..client import Client
 from ..errors import EvalsiteError
 from ..gate import pct
+from ..results import ScoreResult
 from . import io
 from .progress import Bar, enabled
 
@@ -35,6 +37,11 @@ def add_score(sub: Any) -> None:
     which.add_argument("--rubric", help="rubric slug or id (default: the payload's)")
     which.add_argument("--criteria", help="inline criteria, one per line (@FILE reads a file)")
     p.add_argument("--wait", type=float, default=30, help="seconds to wait (default 30, max 120)")
+    p.add_argument(
+        "--fresh", action="store_true",
+        help="re-judge a run whose external_id was scored before (on the rubric's current "
+        "version) instead of printing its stored result",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the API's answer as JSON")
     p.set_defaults(handler=score)
 
@@ -47,13 +54,16 @@ def score(client: Client, args: argparse.Namespace) -> int:
             criteria = handle.read()
     if not (args.rubric or criteria or run.get("rubric")):
         raise io.UsageError("say what to score with: --rubric, --criteria, or a payload rubric")
-    result = client.score(run=run, rubric=args.rubric, criteria=criteria, timeout=args.wait)
+    result = client.score(
+        run=run, rubric=args.rubric, criteria=criteria, timeout=args.wait, fresh=args.fresh or None
+    )
     if args.json:
         print(json.dumps(result.raw, indent=2))
     else:
-        print(
-            f"{'PASSED' if result.passed else 'NOT PASSED'}  score {result.score}  run {result.run_id}"
-        )
+        outcome = "PASSED" if result.passed else "NOT PASSED"
+        if result.stored:
+            outcome += f" ({_stored_note(client, result)})"
+        print(f"{outcome}  score {result.score}  run {result.run_id}")
         for v in result.verdicts:
             mark = "ok  " if v["satisfied"] else "FAIL"
             kind = "required" if v["required"] else "optional"
@@ -61,6 +71,25 @@ def score(client: Client, args: argparse.Namespace) -> int:
         if result.reason and not result.passed:
             print(f"reason: {result.reason}")
     return 0 if result.passed else 1
+
+
+def _stored_note(client: Client, result: ScoreResult) -> str:
+    """What a stored result is: its rubric version and when it was judged (the evaluation's
+    end, read back: the score answer does not carry it)."""
+    source = f"version {result.rubric_version}" if result.rubric_version else "inline criteria"
+    finished = client.get_evaluation(result.evaluation_id).get("finished_at")
+    when = f", judged {ago(finished)}" if finished else ""
+    return f"stored result from {source}{when}; --fresh to re-judge"
+
+
+def ago(stamp: str, now: datetime | None = None) -> str:
+    """How long ago an ISO 8601 time was, coarsely: "40 s ago", "12 min ago", "3 h ago"."""
+    then = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    seconds = max(0, int(((now or datetime.now(timezone.utc)) - then).total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size} {unit} ago"
+    return f"{seconds} s ago"
 
 
 # --- runs push ----------------------------------------------------------------------------------
