@@ -7,6 +7,7 @@ from typing import Literal
 from django import forms
 
 from .models import Status
+from .services.budget_wait import WAITING
 
 SORTS = [("newest", "Newest first"), ("oldest", "Oldest first")]
 
@@ -21,7 +22,14 @@ class RunFilterForm(forms.Form):
         required=False, choices=[("", "Any result"), ("true", "Passed"), ("false", "Failed")]
     )
     failing_criterion = forms.CharField(required=False, label="Failing criterion")
-    status = forms.ChoiceField(required=False, choices=[("", "Any status"), *Status.choices])
+    status = forms.ChoiceField(
+        required=False,
+        # Over budget reads as every surface shows it (runs.services.budget_wait).
+        choices=[
+            ("", "Any status"),
+            *((v, WAITING if v == Status.OVER_BUDGET else label) for v, label in Status.choices),
+        ],
+    )
     agent = forms.CharField(required=False)
     tool = forms.CharField(required=False, label="Called tool")
     since = forms.CharField(required=False, label="From")
