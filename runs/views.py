@@ -193,6 +193,8 @@ def _rescore_targets(request: TeamRequest, form: RescoreForm) -> list[tuple[Rubr
     rubric (a batch judges against one rubric version)."""
     data = form.cleaned_data
     scope_name = data["scope"]
+    if scope_name == "rubric":  # every run of the rubric (on target_version, if given)
+        return [(team_object_or_404(request, Rubric, id=data["rubric"]), RescoreScope())]
     if scope_name == "failing":
         rubric = team_object_or_404(request, Rubric, id=data["rubric"])
         # A criterion narrows to the runs failing it (even an optional one on a passed run).
@@ -249,11 +251,13 @@ def rescore_start(request: TeamRequest) -> HttpResponse:
         messages.error(request, "Nothing to re-score: pick runs that have a rubric.")
         return _redirect_back(request, reverse("run_list"))
     team = request.team
+    v = form.cleaned_data.get("target_version")
     try:
         if not form.cleaned_data["confirm"]:
             force = form.cleaned_data["force"]  # a forced batch reuses nothing: estimate it so
             estimates = [
-                (r, batch_estimate(team=team, rubric=r, scope=s, force=force)) for r, s in targets
+                (r, batch_estimate(team=team, rubric=r, scope=s, force=force, target_version=v))
+                for r, s in targets
             ]
             if _needs_confirmation(team, [e for _, e in estimates]):
                 context = {
@@ -265,7 +269,12 @@ def rescore_start(request: TeamRequest) -> HttpResponse:
                 return render(request, "runs/rescore_confirm.html", context)
         batches = [
             batch_create(
-                team=team, rubric=r, scope=s, force=form.cleaned_data["force"], user=request.user
+                team=team,
+                rubric=r,
+                scope=s,
+                target_version=v,
+                force=form.cleaned_data["force"],
+                user=request.user,
             )[0]
             for r, s in targets
         ]
