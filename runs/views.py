@@ -43,12 +43,15 @@ PAGE_SIZE = 50
 def home(request: TeamRequest) -> HttpResponse:
     o = selectors.home_overview(team=request.team)
     usage = [o.usage.get(day, {}) for day in o.days]
+    first_steps = selectors.first_steps(team=request.team)
+    calls = sum(u.get("calls") or 0 for u in usage)
     context = {
         "o": o,
         "token_series": [u.get("tokens") or 0 for u in usage],
         "cost_series": [u.get("cost") or 0 for u in usage],
         "usage_tokens": sum(u.get("tokens") or 0 for u in usage),
-        "usage_calls": sum(u.get("calls") or 0 for u in usage),
+        "usage_calls": calls,
+        "no_calls": _no_calls(calls, new_team=first_steps is not None),
         # None (shown as "—") when litellm priced none of the calls, rather than a false $0.
         "usage_cost": _sum_known(u.get("cost") for u in usage),
         "status_total": sum(n for _, n in o.statuses),
@@ -56,8 +59,18 @@ def home(request: TeamRequest) -> HttpResponse:
         "band_max": max((n for _, n in o.bands), default=0),
         "failed_total": o.judged_total - o.passed_total,
         "budget_periods": budget_usage(team=request.team),
+        "first_steps": first_steps,
+        "site_url": request.build_absolute_uri("/").rstrip("/"),
     }
     return render(request, "runs/home.html", context)
+
+
+def _no_calls(calls: int, *, new_team: bool) -> str:
+    """What the cost card and charts say without any judge call (then no cost is missing for
+    want of a price); empty when there were calls."""
+    if calls:
+        return ""
+    return "No judge calls yet." if new_team else "No judge calls in this period."
 
 
 def _sum_known(values: Any) -> float | None:
