@@ -28,6 +28,33 @@ def _version_for(request: TeamRequest, rubric: Rubric) -> RubricVersion | None:
     return rubric.current_version
 
 
+def _version_context(request: TeamRequest, rubric: Rubric) -> dict[str, Any]:
+    """The version to show and what to say about it. Without ?version: the newest version with
+    judged runs (else the current one), and which newer versions have none yet. A version with
+    no judged runs offers a re-score with it and the versions that have some."""
+    versions = list(RubricVersion.objects.filter(rubric=rubric).order_by("-number"))
+    judged = rubric_stats.versions_judged(rubric=rubric)
+    newer: list[int] = []
+    if request.GET.get("version"):
+        version = _version_for(request, rubric)
+    else:
+        version = next((v for v in versions if v.id in judged), None)
+        if version is None:
+            version = rubric.current_version
+        else:
+            newer = [v.number for v in versions if v.number > version.number]
+    return {
+        "version": version,
+        "versions": versions,
+        "rows": rubric_stats.rubric_failure_rates(rubric=rubric, version=version)
+        if version
+        else [],
+        "newer_unjudged": sorted(newer),
+        "version_judged": judged.get(version.id, 0) if version else 0,
+        "judged_versions": [(v, judged[v.id]) for v in versions if v.id in judged],
+    }
+
+
 @team_required
 @require_GET
 def failures(request: TeamRequest) -> HttpResponse:
@@ -56,16 +83,7 @@ def failures(request: TeamRequest) -> HttpResponse:
         "filter_error": filter_error,
     }
     if rubric is not None:
-        version = _version_for(request, rubric)
-        context.update(
-            version=version,
-            versions=RubricVersion.objects.filter(rubric=rubric)
-            .order_by("-number")
-            .only("id", "number"),
-            rows=rubric_stats.rubric_failure_rates(rubric=rubric, version=version)
-            if version
-            else [],
-        )
+        context.update(_version_context(request, rubric))
     template = "rubrics/failures.html"
     if request.htmx and request.GET.get("partial") == "table":
         template += "#failure-table"

@@ -7,7 +7,7 @@ from typing import Any
 from uuid import UUID
 
 from django.http import HttpRequest
-from ninja import Query, Router, Schema
+from ninja import Field, Query, Router, Schema
 from pydantic import ConfigDict
 
 from evalsite.schemas import Amount, BigCount, with_errors
@@ -16,6 +16,7 @@ from teams.api import caller, editor
 from .models_budget import JudgeBudget
 from .selectors.usage import usage_report
 from .services.budget import budget_for, budget_update, budget_usage
+from .services.budget_wait import budget_below_use
 
 router = Router(tags=["usage"])
 
@@ -51,6 +52,11 @@ class BudgetOut(Schema):
     monthly_tokens: int | None
     monthly_usd: float | None
     usage: list[PeriodUsageOut]
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="PUT only: one line per limit saved below what the team already used in "
+        "its period (new evaluations wait until the period ends or the budget is raised)",
+    )
 
 
 def budget_out(budget: JudgeBudget) -> dict[str, Any]:
@@ -72,9 +78,13 @@ def budget_get(request: HttpRequest):
 @router.put("/team/budget", response=with_errors({200: BudgetOut}))
 def budget_put(request: HttpRequest, payload: BudgetIn):
     """Set the team's judge budget (all four limits at once). A negative limit is a 422 naming
-    it. Evaluations waiting over budget are queued again at once if the new budget has room."""
-    budget = budget_update(team=editor(request).team, **payload.model_dump())
-    return budget_out(budget)
+    it. Evaluations waiting over budget are queued again at once if the new budget has room.
+    A limit below what the team already used in its period is saved, and `warnings` says so."""
+    team = editor(request).team
+    limits = payload.model_dump()
+    budget = budget_update(team=team, **limits)
+    # Saved as asked (an API caller means it), with a warning when below today's use.
+    return budget_out(budget) | {"warnings": budget_below_use(team_id=team.pk, limits=limits)}
 
 
 class UsageQuery(Schema):

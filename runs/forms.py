@@ -7,8 +7,10 @@ from typing import Literal
 from django import forms
 
 from .models import Status
+from .services.budget_wait import WAITING
 
 SORTS = [("newest", "Newest first"), ("oldest", "Oldest first")]
+RUBRIC = [("rubric", "rubric")]
 
 
 class RunFilterForm(forms.Form):
@@ -21,7 +23,14 @@ class RunFilterForm(forms.Form):
         required=False, choices=[("", "Any result"), ("true", "Passed"), ("false", "Failed")]
     )
     failing_criterion = forms.CharField(required=False, label="Failing criterion")
-    status = forms.ChoiceField(required=False, choices=[("", "Any status"), *Status.choices])
+    status = forms.ChoiceField(
+        required=False,
+        # Over budget reads as every surface shows it (runs.services.budget_wait).
+        choices=[
+            ("", "Any status"),
+            *((v, WAITING if v == Status.OVER_BUDGET else label) for v, label in Status.choices),
+        ],
+    )
     agent = forms.CharField(required=False)
     tool = forms.CharField(required=False, label="Called tool")
     since = forms.CharField(required=False, label="From")
@@ -37,13 +46,16 @@ class RunFilterForm(forms.Form):
 
 
 class RescoreForm(forms.Form):
-    """A re-score request from a button: one run, the selected runs, or every failing run of
-    a rubric. ``confirm`` is set by the confirmation step for costly batches."""
+    """A re-score request from a button: one run, the selected runs, every failing run of a
+    rubric, or every run of a rubric (``rubric``). ``target_version`` judges on that version
+    of the rubric (default its current one). ``confirm`` is set by the confirmation step for
+    costly batches."""
 
     scope = forms.ChoiceField(
-        choices=[("run", "run"), ("selected", "selected"), ("failing", "failing")]
+        choices=[("run", "run"), ("selected", "selected"), ("failing", "failing"), *RUBRIC]
     )
     rubric = forms.UUIDField(required=False)
+    target_version = forms.IntegerField(required=False, min_value=1, max_value=2**31 - 1)
     run = forms.UUIDField(required=False)
     criterion = forms.CharField(required=False, max_length=32)
     confirm = forms.BooleanField(required=False)
@@ -52,7 +64,7 @@ class RescoreForm(forms.Form):
 
     def clean(self) -> dict:
         data = super().clean() or {}
-        if data.get("scope") == "failing" and not data.get("rubric"):
+        if data.get("scope") in ("failing", "rubric") and not data.get("rubric"):
             self.add_error("rubric", "name the rubric whose failing runs to re-score")
         if data.get("scope") == "run" and not data.get("run"):
             self.add_error("run", "name the run to re-score")

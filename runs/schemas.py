@@ -19,6 +19,7 @@ from .payloads import CriterionIn, RunPayload
 from .scoring.rules import display_round
 from .scoring.trajectory import tool_names
 from .selectors.evaluations import Scored
+from .services.budget_wait import budget_wait
 from .services.bulk import MAX_BULK_RUNS
 
 AlignmentChoice = Literal["off", "user", "system", "both"]
@@ -470,7 +471,7 @@ def score_out(run: AgentRun, scored: Scored, *, stored: bool = False) -> dict[st
         "score": result.score if rubric else result.alignment_score,
         "reason": primary.reason,
         "error": failed.error if failed else "",
-        "detail": _waiting_detail(result.status),
+        "detail": _waiting_detail(result.status, run.team_id),
         "verdicts": [_verdict(v) for v in scored.verdicts.get(rubric.id, [])] if rubric else [],
         "alignment": _alignment(alignment, scored.breakdowns.get(alignment.id, []))
         if alignment
@@ -485,12 +486,13 @@ def score_out(run: AgentRun, scored: Scored, *, stored: bool = False) -> dict[st
     }
 
 
-def _waiting_detail(status: str) -> str:
+def _waiting_detail(status: str, team_id: Any) -> str:
     if status == "over_budget":
+        # The wording every surface shows (runs.services.budget_wait).
         return (
-            "not judged yet: the team's judge budget is reached. The run waits and is judged "
-            "when the budget allows (the next UTC day or month, or a raised budget); poll "
-            "GET /api/evaluations/{evaluation_id}"
+            f"{budget_wait(team_id=team_id).label}: the team's judge budget is reached, nothing "
+            "was judged yet (not a pass); it is judged then, or sooner with a raised budget. "
+            "Poll GET /api/evaluations/{evaluation_id}"
         )
     if status in ("queued", "running"):
         return "time ran out while the judge was working; poll GET /api/evaluations/{evaluation_id}"

@@ -43,12 +43,15 @@ PAGE_SIZE = 50
 def home(request: TeamRequest) -> HttpResponse:
     o = selectors.home_overview(team=request.team)
     usage = [o.usage.get(day, {}) for day in o.days]
+    first_steps = selectors.first_steps(team=request.team)
+    calls = sum(u.get("calls") or 0 for u in usage)
     context = {
         "o": o,
         "token_series": [u.get("tokens") or 0 for u in usage],
         "cost_series": [u.get("cost") or 0 for u in usage],
         "usage_tokens": sum(u.get("tokens") or 0 for u in usage),
-        "usage_calls": sum(u.get("calls") or 0 for u in usage),
+        "usage_calls": calls,
+        "no_calls": _no_calls(calls, new_team=first_steps is not None),
         # None (shown as "—") when litellm priced none of the calls, rather than a false $0.
         "usage_cost": _sum_known(u.get("cost") for u in usage),
         "status_total": sum(n for _, n in o.statuses),
@@ -56,8 +59,18 @@ def home(request: TeamRequest) -> HttpResponse:
         "band_max": max((n for _, n in o.bands), default=0),
         "failed_total": o.judged_total - o.passed_total,
         "budget_periods": budget_usage(team=request.team),
+        "first_steps": first_steps,
+        "site_url": request.build_absolute_uri("/").rstrip("/"),
     }
     return render(request, "runs/home.html", context)
+
+
+def _no_calls(calls: int, *, new_team: bool) -> str:
+    """What the cost card and charts say without any judge call (then no cost is missing for
+    want of a price); empty when there were calls."""
+    if calls:
+        return ""
+    return "No judge calls yet." if new_team else "No judge calls in this period."
 
 
 def _sum_known(values: Any) -> float | None:
@@ -193,6 +206,8 @@ def _rescore_targets(request: TeamRequest, form: RescoreForm) -> list[tuple[Rubr
     rubric (a batch judges against one rubric version)."""
     data = form.cleaned_data
     scope_name = data["scope"]
+    if scope_name == "rubric":  # every run of the rubric (on target_version, if given)
+        return [(team_object_or_404(request, Rubric, id=data["rubric"]), RescoreScope())]
     if scope_name == "failing":
         rubric = team_object_or_404(request, Rubric, id=data["rubric"])
         # A criterion narrows to the runs failing it (even an optional one on a passed run).
@@ -249,11 +264,13 @@ def rescore_start(request: TeamRequest) -> HttpResponse:
         messages.error(request, "Nothing to re-score: pick runs that have a rubric.")
         return _redirect_back(request, reverse("run_list"))
     team = request.team
+    v = form.cleaned_data.get("target_version")
     try:
         if not form.cleaned_data["confirm"]:
             force = form.cleaned_data["force"]  # a forced batch reuses nothing: estimate it so
             estimates = [
-                (r, batch_estimate(team=team, rubric=r, scope=s, force=force)) for r, s in targets
+                (r, batch_estimate(team=team, rubric=r, scope=s, force=force, target_version=v))
+                for r, s in targets
             ]
             if _needs_confirmation(team, [e for _, e in estimates]):
                 context = {
@@ -265,7 +282,12 @@ def rescore_start(request: TeamRequest) -> HttpResponse:
                 return render(request, "runs/rescore_confirm.html", context)
         batches = [
             batch_create(
-                team=team, rubric=r, scope=s, force=form.cleaned_data["force"], user=request.user
+                team=team,
+                rubric=r,
+                scope=s,
+                target_version=v,
+                force=form.cleaned_data["force"],
+                user=request.user,
             )[0]
             for r, s in targets
         ]

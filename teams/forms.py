@@ -134,6 +134,12 @@ class BudgetForm(forms.Form):
     monthly_usd = forms.FloatField(
         label="USD per month", required=False, min_value=0, max_value=FLOAT_MAX
     )
+    # Set by "Save anyway" after the page warned that a limit is below what is already used.
+    confirm = forms.BooleanField(required=False, widget=forms.HiddenInput)
+
+    def limits(self) -> dict[str, Any]:
+        """The four limits (no confirm), for runs.services.budget.budget_update."""
+        return {k: v for k, v in self.cleaned_data.items() if k != "confirm"}
 
 
 class ConnectionForm(forms.Form):

@@ -16,7 +16,9 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from evalsite.errors import page_message
+from runs.models_budget import LIMIT_FIELDS
 from runs.services.budget import BudgetValidationError, budget_for, budget_update, budget_usage
+from runs.services.budget_wait import budget_below_use
 from runs.services.connection_check import connection_check
 
 from .access import (
@@ -111,7 +113,7 @@ def settings_page(request: TeamRequest, *, status: int = 200, **context: Any) ->
     context["budget"] = budget = budget_for(team=team)
     context["budget_periods"] = budget_usage(team=team)
     context.setdefault(
-        "budget_form", BudgetForm(initial={f: getattr(budget, f) for f in BudgetForm.base_fields})
+        "budget_form", BudgetForm(initial={f: getattr(budget, f) for f in LIMIT_FIELDS})
     )
     response = render(request, "teams/settings.html", context, status=status)
     if context.keys() & {"new_key", "new_connection", "new_webhook_secret", "new_invite"}:
@@ -172,8 +174,15 @@ def team_retention_save(request: TeamRequest) -> HttpResponse:
 def team_budget_save(request: TeamRequest) -> HttpResponse:
     form = BudgetForm(request.POST)
     if form.is_valid():
+        limits = form.limits()
+        warnings = budget_below_use(team_id=request.team.pk, limits=limits)
+        if warnings and not form.cleaned_data["confirm"]:
+            # Below what is already used: say so and ask (the "Save anyway" form posts confirm).
+            return settings_page(
+                request, budget_form=form, budget_warnings=warnings, budget_limits=limits
+            )
         try:
-            budget_update(team=request.team, **form.cleaned_data)
+            budget_update(team=request.team, **limits)
         except BudgetValidationError as exc:
             for field, message in exc.errors.items():
                 form.add_error(field if field in form.fields else None, message)

@@ -15,7 +15,15 @@ from .batches import (
     batches_list,
     batches_progress,
 )
-from .dashboard import BANDS, HomeOverview, RunDetail, home_overview, run_detail
+from .dashboard import (
+    BANDS,
+    FirstSteps,
+    HomeOverview,
+    RunDetail,
+    first_steps,
+    home_overview,
+    run_detail,
+)
 from .evaluations import (
     Scored,
     evaluation_get,
@@ -69,6 +77,8 @@ __all__ = [
     "evaluations_pending",
     "failing_runs_walk",
     "home_overview",
+    "first_steps",
+    "FirstSteps",
     "rubric_failure_rates",
     "rubric_rows",
     "rubric_try_run",

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from rubrics.models import Rubric
 from runs.scoring.rules import BANDS as BAND_FLOORS
-from teams.models import Team
+from teams.models import ApiKey, Team
 
 from ..models import (
     PENDING_STATUSES,
@@ -171,3 +171,36 @@ def _evaluation_totals(overview: HomeOverview, rows: list[dict[str, Any]]) -> No
             day["cost"] = (day["cost"] or 0.0) + row["cost"]
     overview.statuses = list(statuses.items())
     overview.bands = list(bands.items())
+
+
+@dataclass
+class FirstSteps:
+    """A new team's first steps on the home page, each done or not; shown until it has runs.
+    ``rubric_slug``: its first active rubric's (the snippet names it); ``key_prefix``: the
+    first characters of its newest active API key (the full key is shown once, at creation)."""
+
+    rubric_slug: str | None
+    key_prefix: str | None
+
+    @property
+    def done(self) -> int:
+        return (self.rubric_slug is not None) + (self.key_prefix is not None)
+
+
+def first_steps(*, team: Team) -> FirstSteps | None:
+    """None once the team has a run; else which first steps are done. At most three queries."""
+    if AgentRun.objects.filter(team=team).exists():
+        return None
+    slug = (
+        Rubric.objects.filter(team=team, archived_at__isnull=True)
+        .order_by("created_at")
+        .values_list("slug", flat=True)
+        .first()
+    )
+    prefix = (
+        ApiKey.objects.filter(team=team, revoked_at__isnull=True)
+        .order_by("-created_at")
+        .values_list("prefix", flat=True)
+        .first()
+    )
+    return FirstSteps(rubric_slug=slug, key_prefix=prefix)

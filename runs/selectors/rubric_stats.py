@@ -149,6 +149,23 @@ def rubric_failure_rates(*, rubric: Rubric, version: RubricVersion) -> list[Crit
     return sorted(rows, key=lambda r: (-r.failed, -(r.rate or 0), r.criterion.position))
 
 
+def versions_judged(*, rubric: Rubric) -> dict[Any, int]:
+    """Per version of ``rubric`` whose criteria have current verdicts: how many runs (its most
+    judged criterion's count), as the failed-criteria table counts them. One query on the
+    rollups; versions without any are absent."""
+    rows = (
+        CriterionDayRollup.objects.filter(team_id=rubric.team_id, rubric_ref=rubric.id)
+        .values("version_ref", "criterion_ref")
+        .annotate(judged=Sum("judged"))
+        .order_by()
+    )
+    out: dict[Any, int] = {}
+    for row in rows:
+        if row["judged"] > 0:
+            out[row["version_ref"]] = max(out.get(row["version_ref"], 0), row["judged"])
+    return out
+
+
 @dataclass
 class FailingRunStep:
     """One failing verdict in the walk, with its neighbours (None at either end)."""

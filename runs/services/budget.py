@@ -36,7 +36,7 @@ from evalsite.errors import FieldErrors
 from teams.models import Team
 
 from ..models import AgentRun, Evaluation, Status
-from ..models_budget import LIMIT_FIELDS, BudgetCounter, BudgetHold, BudgetPeriod, JudgeBudget
+from ..models_budget import LIMIT_FIELDS, BudgetCounter, BudgetHold, JudgeBudget
 from .budget_slices import (
     Slice,
     counter,
@@ -48,6 +48,7 @@ from .budget_slices import (
     usd_per_token,
 )
 from .budget_sql import evaluations_usage, hold_release
+from .budget_wait import reached_limits
 from .estimates import ANSWER_TOKENS_OVERHEAD, CHARS_PER_TOKEN
 from .evaluations import _publish
 from .notify import evaluations_ended
@@ -201,26 +202,7 @@ def budget_holds_expire(*, now: datetime | None = None) -> int:
 
 def budget_has_room(budget: JudgeBudget | None, *, now: datetime) -> bool:
     """Whether the team may start judging now (the admission rule, read without reserving)."""
-    if budget is None or not budget.is_set:
-        return True
-    starts = period_starts(now)
-    rows = {
-        c.period: c
-        for c in BudgetCounter.objects.filter(
-            team_id=budget.team_id, starts_on__in=set(starts.values())
-        )
-        if c.starts_on == starts[c.period]
-    }
-    for period in (BudgetPeriod.DAY, BudgetPeriod.MONTH):
-        max_tokens, max_usd = budget.limits(period)
-        row = rows.get(period)
-        tokens = (row.tokens + row.reserved_tokens) if row else 0
-        usd = (row.usd + row.reserved_usd) if row else 0.0
-        if (max_tokens is not None and tokens >= max_tokens) or (
-            max_usd is not None and usd >= max_usd
-        ):
-            return False
-    return True
+    return not reached_limits(budget, now=now)
 
 
 def budgets_resume(*, team_id: Any = None, now: datetime | None = None) -> int:

@@ -192,12 +192,18 @@ def pass_rate_table(days: list[date], series: list[dict[str, Any]], window: int 
 
 @register.simple_tag
 def column_chart(
-    days: list[date], values: list[float], label: str, unit: str = "", narrow: bool = False
+    days: list[date],
+    values: list[float],
+    label: str,
+    unit: str = "",
+    narrow: bool = False,
+    no_calls: str = "",
 ) -> SafeString:
     """Daily columns (judge tokens or cost). ``narrow`` enlarges the labels for a chart drawn
-    at half width, so they stay readable."""
+    at half width, so they stay readable. ``no_calls``: what to say when there were no judge
+    calls at all (then a missing cost is not for want of a price)."""
     if not any(values):
-        empty = (
+        empty = no_calls or (
             "No judge cost recorded: neither your team (team settings, judge prices) nor "
             "litellm has a price for this judge model, so its cost is unknown."
             if unit == "$"

@@ -20,6 +20,7 @@ from django.utils.safestring import SafeString, mark_safe
 from markdown.extensions import Extension
 
 from runs.scoring.rules import display_round
+from runs.services.budget_wait import WAITING, budget_wait
 
 register = template.Library()
 
@@ -217,19 +218,37 @@ def get(mapping: Any, key: Any) -> Any:
         return None
 
 
-@register.simple_tag
-def status_badge(status: str, label: str = "") -> str:
+@register.simple_tag(takes_context=True)
+def status_badge(context: Any, status: str, label: str = "") -> str:
+    """A status as a badge; over budget reads "Waiting for budget — resumes <when>"
+    (budget_wait_label), without the live dot: it waits, it is not being judged."""
     dot = (
         mark_safe('<span class="dot" aria-hidden="true"></span>')  # noqa: S308 - constant markup
         if status in ("queued", "running")
         else ""
     )
+    if status == "over_budget" and not label:
+        label = budget_wait_label(context)
     return format_html(
         '<span class="badge badge-{}">{}{}</span>',
         status,
         dot,
         label or status.replace("_", " ").capitalize(),
     )
+
+
+@register.simple_tag(takes_context=True)
+def budget_wait_label(context: Any) -> str:
+    """The words "Waiting for budget — resumes <when>" for the caller's team
+    (runs.services.budget_wait), computed once per request however many rows show it."""
+    request = context.get("request")
+    team = getattr(request, "team", None)
+    if team is None:
+        return WAITING
+    wait = getattr(request, "_budget_wait", None)
+    if wait is None:
+        wait = request._budget_wait = budget_wait(team_id=team.pk)
+    return wait.label
 
 
 @register.simple_tag

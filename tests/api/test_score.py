@@ -228,6 +228,8 @@ def _over_budget_answer(api: Api, **extra) -> dict:
     body = response.json()
     assert (body["status"], body["passed"], body["error"]) == ("over_budget", None, "")
     assert "judge budget is reached" in body["detail"]
+    # A limit of 0: a new day or month does not help (runs.services.budget_wait).
+    assert body["detail"].startswith("Waiting for budget — resumes when the budget is raised: ")
     assert AgentRun.objects.get(pk=body["run_id"]).status == "over_budget"
     return body
 

@@ -124,3 +124,20 @@ def test_a_run_waiting_over_budget_reads_as_over_budget_and_filters_by_it(
 
     assert run["status"] == "over_budget"
     assert [r["id"] for r in listed["items"]] == [str(waiting.run_id)]
+
+
+def test_a_budget_put_below_todays_use_is_saved_with_a_warning(
+    api, team, fake_judge, make_rubric, make_run
+):
+    run = make_run(rubric=make_rubric().slug)
+    evaluation_execute(evaluation_id=str(Evaluation.objects.get(run=run).id))
+
+    below = api.put("/team/budget", {"daily_tokens": 1})
+    above = api.put("/team/budget", {"daily_tokens": 10_000_000})
+
+    assert below.status_code == 200 and above.status_code == 200
+    (warning,) = below.json()["warnings"]
+    assert warning.startswith("The daily token budget of 1 is below the ")
+    assert "tokens already used today" in warning
+    assert above.json()["warnings"] == []
+    assert api.get("/team/budget").json()["warnings"] == []

@@ -45,6 +45,9 @@ def test_add_a_budget_alert_rule_and_see_the_alert_it_fires_on_the_alerts_page(
     page.goto("/team/")
     page.get_by_label("Tokens per day").fill("1")  # the run's judge tokens are well over it
     page.get_by_role("button", name="Save budget").click()
+    # Below today's use: the page asks before saving.
+    page.get_by_test_id("budget-warning").get_by_role("button", name="Save anyway").click()
+    expect(page.get_by_text("Judge budget saved.")).to_be_visible()
 
     page.goto("/reviews/alerts/")
     page.get_by_label("When").select_option("budget")
@@ -85,3 +88,35 @@ def test_a_judge_price_set_in_team_settings_prices_the_calls_shown_on_home(
     expect(card.locator(".value")).to_have_text(
         f"${expected:.4f}" if expected < 1 else f"${expected:,.2f}"
     )
+
+
+def test_a_budget_below_todays_use_is_saved_only_after_the_warning_and_runs_then_wait(
+    browser_page, sign_in, owner, team, make_rubric, make_run, fake_judge
+):
+    from datetime import UTC, timedelta
+
+    from django.utils import timezone
+
+    rubric = make_rubric()
+    judged_run(make_run, rubric=rubric.slug)
+    used = Evaluation.objects.aggregate(t=Sum("prompt_tokens") + Sum("completion_tokens"))["t"]
+    page = sign_in(browser_page, owner)
+
+    page.goto("/team/")
+    page.get_by_label("Tokens per day").fill("10")
+    page.get_by_role("button", name="Save budget").click()
+    warning = page.get_by_test_id("budget-warning")
+    expect(warning).to_contain_text(f"below the {used:,} tokens already used today")
+    assert not JudgeBudget.objects.filter(team=team).exists()
+    warning.get_by_role("button", name="Save anyway").click()
+    expect(page.get_by_text("Judge budget saved.")).to_be_visible()
+    assert JudgeBudget.objects.get(team=team).daily_tokens == 10
+
+    waiting = judged_run(make_run, rubric=rubric.slug, external_id="waits")
+    day = timezone.now().astimezone(UTC).date() + timedelta(days=1)
+    words = f"Waiting for budget — resumes {day.day} {day:%b %Y}, 00:00 UTC"
+    page.goto("/runs/")
+    expect(page.get_by_test_id("run-result").first).to_contain_text(words)
+    page.goto(f"/runs/{waiting.pk}/")
+    expect(page.get_by_test_id("budget-wait")).to_contain_text(words)
+    expect(page.locator(".spinner")).to_have_count(0)

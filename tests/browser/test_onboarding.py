@@ -133,3 +133,42 @@ def test_saving_the_draft_leaves_without_a_warning(browser_page, sign_in, owner,
     page.reload()
 
     assert dialogs == []
+
+
+def test_a_new_teams_home_walks_it_to_a_first_run_with_a_curl_snippet_that_works(
+    browser_page, sign_in, owner, team, make_rubric, fake_judge
+):
+    import subprocess
+
+    from runs.models import AgentRun
+
+    page = sign_in(browser_page, owner)
+    page.goto("/")
+    steps = page.get_by_test_id("first-steps")
+    expect(steps).to_contain_text("0 of 3 done")
+    expect(page.get_by_test_id("judge-cost")).to_contain_text("No judge calls yet")
+    assert axe_violations(page) == []
+
+    rubric = make_rubric()
+    steps.get_by_role("link", name="Team settings → API keys").click()
+    page.get_by_label("Key name").fill("my agent")
+    page.get_by_role("button", name="Create key").click()
+    key = page.get_by_test_id("new-key").inner_text().strip()
+
+    page.goto("/")
+    expect(steps).to_contain_text("2 of 3 done")
+    expect(page.get_by_test_id("step-rubric")).to_have_attribute("data-done", "true")
+    expect(page.get_by_test_id("step-key")).to_have_attribute("data-done", "true")
+    snippet = page.get_by_test_id("first-run-curl").inner_text()
+    assert f"curl -sS {page.url.rstrip('/')}/api/runs" in snippet
+    # The snippet as a person runs it, with their key in place of the placeholder line.
+    command = (
+        "\n".join([f"export EVALSITE_API_KEY='{key}'", *snippet.splitlines()[1:]])
+        + " -o /dev/null -w '%{http_code}'"
+    )
+    sent = subprocess.run(["bash", "-c", command], capture_output=True, text=True, check=True)
+
+    assert sent.stdout == "201", sent.stderr
+    assert AgentRun.objects.get(team=team).rubric == rubric
+    page.goto("/")
+    expect(page.get_by_test_id("first-steps")).to_have_count(0)

@@ -122,6 +122,22 @@ def test_a_score_still_judging_exits_3_with_the_evaluation_ids(
     assert "still judging (not a pass): evaluations " in err
 
 
+def test_a_score_over_the_judge_budget_exits_3_saying_when_it_resumes(
+    env, worker, team, make_rubric, tmp_path, capsys
+):
+    from runs.services.budget import budget_update
+
+    make_rubric()
+    budget_update(team=team, monthly_usd=0)
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps(payload(PASSING)))
+
+    assert main(["score", str(run), "--rubric", "support-quality", "--wait", "30"]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("Waiting for budget — resumes when the budget is raised: ")
+    assert "not a pass" in err
+
+
 def test_an_unknown_rubric_exits_2_printing_the_apis_message_and_field(env, team, tmp_path, capsys):
     run = tmp_path / "run.json"
     run.write_text(json.dumps(payload(PASSING)))

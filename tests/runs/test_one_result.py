@@ -179,6 +179,8 @@ def _page_shows(shown: Shown) -> tuple[str, str]:
     """What the pages must show: the result's word, or the status when there is none."""
     if shown.passed is not None:
         return ("Passed" if shown.passed else "Failed"), ""
+    if shown.status == "over_budget":  # one wording everywhere (runs.services.budget_wait)
+        return "", "Waiting for budget — resumes"
     return "", shown.status.replace("_", " ")
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from .._base import __version__
 from ..client import Client
-from ..errors import EvalsiteError, JudgingFailed, StillJudging
+from ..errors import EvalsiteError, JudgingFailed, OverBudget, StillJudging
 from . import commands, gate
 from .io import UsageError
 
@@ -60,6 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _reader_gone()
     except UsageError as exc:
         return _fail(USAGE, f"error: {exc}")
+    except OverBudget as exc:  # the server's "Waiting for budget — resumes <when>: ..."
+        return _fail(UNAVAILABLE, exc.detail or exc.message)
     except StillJudging as exc:
         return _fail(
             UNAVAILABLE, f"still judging (not a pass): evaluations {', '.join(exc.evaluation_ids)}"
