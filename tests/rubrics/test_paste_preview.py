@@ -24,7 +24,7 @@ def preview_items(page: str) -> list[tuple[str, str, str]]:
     for item in items:
         source = re.search(r'<code class="source"[^>]*>(.*?)</code>', item, re.S)
         badge = re.search(r'class="badge badge-(required|optional)"', item)
-        became = re.search(r'<span data-testid="became">(.*?)</span>', item, re.S)
+        became = re.search(r'<span [^>]*data-testid="became"[^>]*>(.*?)</span>', item, re.S)
         assert source and badge and became, item
         out.append((source.group(1), badge.group(1), became.group(1)))
     return out
