@@ -12,13 +12,17 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from teams.models import Team
 
 from .models import DEFAULT_RUN_TOKEN_BUDGET, JudgeView, Rubric, WorkingCopy
-from .services import RubricValidationError
-from .working_copy import MAX_BUDGET_CHARS, WorkingCopyConflict, _field_name
+from .working_copy import (
+    MAX_BUDGET_CHARS,
+    WorkingCopyConflict,
+    state_validate,
+    text_limit_errors,
+)
 
 # The New rubric form's fields (rubrics.forms.RubricCreateForm, DraftViewForm) and their caps.
 LIMITS = {
@@ -49,20 +53,7 @@ class NewRubricState(BaseModel):
 
 def new_rubric_copy_validate(state: dict[str, Any]) -> NewRubricState:
     """``state`` held to the form's caps and shape; RubricValidationError names the field."""
-    for name, most in LIMITS.items():
-        text = str(state.get(name) or "")
-        if len(text) > most:
-            raise RubricValidationError({name: f"at most {most:,} characters (got {len(text):,})"})
-        if "\x00" in text:  # PostgreSQL cannot store it in JSON
-            raise RubricValidationError({name: "must not contain NUL characters"})
-    try:
-        parsed = NewRubricState.model_validate(state)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise RubricValidationError({_field_name(first["loc"]): first["msg"]}) from exc
-    if parsed.judge_view not in JudgeView.values:
-        raise RubricValidationError({"judge_view": f"not a judge view: {parsed.judge_view!r}"})
-    return parsed
+    return state_validate(NewRubricState, state, text_limit_errors(state, LIMITS))
 
 
 def _copies(team: Team, user: Any) -> Any:

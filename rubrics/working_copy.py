@@ -14,7 +14,7 @@ Not to be confused with draft *versions* (unpublished ``RubricVersion`` rows, ru
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -26,6 +26,8 @@ from evalsite.errors import Conflict
 from .models import Criterion, JudgeView, Rubric, RubricVersion, WorkingCopy
 from .services import MAX_INSTRUCTIONS_CHARS, RubricValidationError, criterion_too_long
 from .versioning import view_of
+
+State = TypeVar("State", bound=BaseModel)
 
 # The editor's paste box holds at most this much text (rubrics.forms.DraftMetaForm).
 MAX_PASTE_CHARS = 100_000
@@ -95,12 +97,21 @@ def _limit_errors(state: dict[str, Any]) -> dict[str, str]:
             return {f"criteria[{i}].description": problem}
         if len(str(row.get("key") or "")) > MAX_KEY_CHARS:
             return {f"criteria[{i}].key": f"at most {MAX_KEY_CHARS} characters"}
-    for name, most in (
-        ("note", MAX_NOTE_CHARS),
-        ("import_text", MAX_PASTE_CHARS),
-        ("instructions", MAX_INSTRUCTIONS_CHARS),
-        ("run_token_budget", MAX_BUDGET_CHARS),
-    ):
+    return text_limit_errors(state, TEXT_LIMITS)
+
+
+# The editor's free-text fields and their caps.
+TEXT_LIMITS = {
+    "note": MAX_NOTE_CHARS,
+    "import_text": MAX_PASTE_CHARS,
+    "instructions": MAX_INSTRUCTIONS_CHARS,
+    "run_token_budget": MAX_BUDGET_CHARS,
+}
+
+
+def text_limit_errors(state: dict[str, Any], limits: dict[str, int]) -> dict[str, str]:
+    """The first text field of ``state`` over its cap in ``limits`` (or holding NUL)."""
+    for name, most in limits.items():
         text = str(state.get(name) or "")
         if len(text) > most:
             return {name: f"at most {most:,} characters (got {len(text):,})"}
@@ -120,15 +131,23 @@ def _field_name(loc: tuple[Any, ...]) -> str:
 def working_copy_validate(state: dict[str, Any]) -> WorkingCopyState:
     """``state`` checked against the limits and the shape; RubricValidationError names the
     first field that breaks them."""
-    if errors := _limit_errors(state):
+    return state_validate(WorkingCopyState, state, _limit_errors(state))
+
+
+def state_validate(model: type[State], state: dict[str, Any], errors: dict[str, str]) -> State:
+    """``state`` as ``model`` (a form's autosaved state, which has a ``judge_view``), or
+    RubricValidationError naming the first field that breaks a limit (``errors``, found by the
+    caller) or the shape."""
+    if errors:
         raise RubricValidationError(errors)
     try:
-        parsed = WorkingCopyState.model_validate(state)
+        parsed = model.model_validate(state)
     except ValidationError as exc:
         first = exc.errors()[0]
         raise RubricValidationError({_field_name(first["loc"]): first["msg"]}) from exc
-    if parsed.judge_view not in JudgeView.values:
-        raise RubricValidationError({"judge_view": f"not a judge view: {parsed.judge_view!r}"})
+    view = getattr(parsed, "judge_view", None)
+    if view not in JudgeView.values:
+        raise RubricValidationError({"judge_view": f"not a judge view: {view!r}"})
     return parsed
 
 
