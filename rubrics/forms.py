@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, get_args
 
 from django import forms
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 
 from evalsite.schemas import FLOAT_MAX, INT_MAX
+from runs.scoring import DIMENSIONS, AlignmentWeights
+from runs.scoring.types import Perspective
 
 from .forms_sampling import SamplingForm
 from .models import AlignmentMode, Criterion, JudgeView, Rubric, RubricVersion, Strategy
@@ -24,8 +26,7 @@ from .services import (
 from .versioning import view_of
 from .working_copy import MAX_PASTE_CHARS, rows_differ
 
-DIMENSIONS = ("intent", "requirements", "completeness", "appropriateness")
-PERSPECTIVES = ("user", "system")
+PERSPECTIVES: tuple[str, ...] = get_args(Perspective)
 JUDGE_PARAMS = ("temperature", "max_tokens", "timeout")
 
 
@@ -377,18 +378,15 @@ class RubricSettingsForm(SamplingForm):
         return None
 
 
-# SCORING.md's defaults: shown (and edited from) until a rubric overrides them.
-DEFAULT_WEIGHTS: dict[str, Any] = {
-    "user": {"intent": 0.40, "requirements": 0.30, "completeness": 0.20, "appropriateness": 0.10},
-    "system": {"intent": 0.35, "requirements": 0.35, "completeness": 0.15, "appropriateness": 0.15},
-    "user_share": 0.7,
-}
+# The engine's defaults (SCORING.md): shown (and edited from) until a rubric overrides them.
+DEFAULT_WEIGHTS: dict[str, Any] = AlignmentWeights().model_dump()
 
 
 def _weights_initial(weights: dict[str, Any] | None) -> dict[str, Any]:
     custom = bool(weights)
     weights = weights or DEFAULT_WEIGHTS
-    out: dict[str, Any] = {"custom_weights": custom, "user_share": weights.get("user_share", 0.7)}
+    share = weights.get("user_share", DEFAULT_WEIGHTS["user_share"])
+    out: dict[str, Any] = {"custom_weights": custom, "user_share": share}
     for p in PERSPECTIVES:
         for dim in DIMENSIONS:
             out[f"w_{p}_{dim}"] = (weights.get(p) or {}).get(dim)
