@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 from pydantic import ValidationError
@@ -218,10 +218,24 @@ def _pydantic_message(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def _unique_slug(team: Team, name: str, wanted: str | None) -> str:
+# Tries at a slug when creates racing for it keep taking the one found free.
+SLUG_ATTEMPTS = 5
+
+
+def _slug_taken(team: Team, slug: str) -> bool:
+    return Rubric.objects.filter(team=team, slug=slug).exists()
+
+
+def _rubric_slug(team: Team, name: str, wanted: str | None) -> str:
+    """The slug a new rubric gets: the one asked for (refused on ``slug`` when taken), else
+    the first free one made from it or the name (``support``, ``support-2``, ...)."""
+    if wanted and _slug_taken(team, wanted):
+        raise RubricValidationError({"slug": f"a rubric with slug {wanted!r} already exists"})
     base = slugify(wanted or name)[:90] or "rubric"
+    if base == wanted:
+        return base  # just found free
     slug, n = base, 2
-    while Rubric.objects.filter(team=team, slug=slug).exists():
+    while _slug_taken(team, slug):
         slug, n = f"{base}-{n}", n + 1
     return slug
 
@@ -272,32 +286,53 @@ def rubric_create(
         },
         team=team,
     )
-    if slug and Rubric.objects.filter(team=team, slug=slug).exists():
-        raise RubricValidationError({"slug": f"a rubric with slug {slug!r} already exists"})
+    rubric_slug = _rubric_slug(team, name, slug)
     parsed = criteria_from_any(criteria)
     criteria_validate(parsed)
     if not parsed and _unversioned_view_errors(view):
         raise RubricValidationError(_unversioned_view_errors(view))
-    with transaction.atomic():
-        rubric = Rubric.objects.create(
-            team=team,
-            name=name.strip(),
-            slug=_unique_slug(team, name, slug),
-            description=description,
-            judge_model=judge_model.strip(),
-            judge_connection=cleaned["judge_connection"],
-            judge_params=cleaned["judge_params"],
-            scale=cleaned["scale"],
-            strategy=strategy,
-            alignment_mode=alignment_mode,
-            alignment_weights=cleaned["alignment_weights"],
-            sample_rate=cleaned["sample_rate"],
-            sample_filters=cleaned["sample_filters"],
-        )
-        if parsed:
-            view["instructions"] = (instructions or "").strip()
-            version_create(rubric=rubric, criteria=parsed, user=user, note="Created", **view)
-    return rubric
+    view["instructions"] = (instructions or "").strip()
+    rubric = Rubric(
+        team=team,
+        name=name.strip(),
+        description=description,
+        judge_model=judge_model.strip(),
+        judge_connection=cleaned["judge_connection"],
+        judge_params=cleaned["judge_params"],
+        scale=cleaned["scale"],
+        strategy=strategy,
+        alignment_mode=alignment_mode,
+        alignment_weights=cleaned["alignment_weights"],
+        sample_rate=cleaned["sample_rate"],
+        sample_filters=cleaned["sample_filters"],
+    )
+    for _ in range(SLUG_ATTEMPTS):
+        if _rubric_insert(rubric, rubric_slug, criteria=parsed, view=view, user=user):
+            return rubric
+        # Another create took the slug since it was found free: answer as if it had come
+        # first (the slug asked for is refused; a made-up one moves on to the next free one).
+        rubric_slug = _rubric_slug(team, name, slug)
+    raise RubricValidationError(
+        {"slug": "rubrics created at the same moment took every slug tried: try again"}
+    )
+
+
+def _rubric_insert(
+    rubric: Rubric, slug: str, *, criteria: list[CriterionInput], view: dict[str, Any], user: Any
+) -> bool:
+    """Insert ``rubric`` under ``slug`` with its version 1 (when it has criteria); False when
+    the team's unique slug constraint refused it, i.e. a concurrent create took the slug."""
+    rubric.slug = slug
+    try:
+        with transaction.atomic():
+            rubric.save(force_insert=True)
+            if criteria:
+                version_create(rubric=rubric, criteria=criteria, user=user, note="Created", **view)
+    except IntegrityError:
+        if not _slug_taken(rubric.team, slug):
+            raise
+        return False
+    return True
 
 
 SETTINGS_FIELDS = (
