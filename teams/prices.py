@@ -25,31 +25,47 @@ def judge_prices_clean(value: Any) -> tuple[dict[str, dict[str, float]], dict[st
     (``judge_prices``, ``judge_prices.<model>.input``...)."""
     if value is None:
         return {}, {}
-    if not isinstance(value, dict):
-        return {}, {
-            "judge_prices": 'must be an object: {"<model>": {"input": 0.15, "output": 0.6}}'
-        }
-    if len(value) > MAX_PRICED_MODELS:
-        return {}, {"judge_prices": f"at most {MAX_PRICED_MODELS} models"}
+    if problem := _table_problem(value):
+        return {}, {"judge_prices": problem}
     errors: dict[str, str] = {}
     out: dict[str, dict[str, float]] = {}
     for model, entry in value.items():
-        field = f"judge_prices.{model}"
-        if not model or len(model) > 200 or any(ch.isspace() or ch == "\x00" for ch in model):
-            errors[field] = "a litellm model string (no spaces, at most 200 characters)"
-            continue
-        if not isinstance(entry, dict) or set(entry) != {"input", "output"}:
-            errors[field] = 'must be {"input": <USD per million>, "output": <USD per million>}'
-            continue
-        prices = {side: _price(entry[side]) for side in ("input", "output")}
-        for side, price in prices.items():
-            if price is None or not math.isfinite(price):
-                errors[f"{field}.{side}"] = "must be a number of USD per million tokens"
-            elif not 0 <= price <= MAX_PRICE:
-                errors[f"{field}.{side}"] = f"must be between 0 and {MAX_PRICE:,.0f}"
-        if not any(k.startswith(field + ".") for k in errors):
-            out[model] = {side: float(p) for side, p in prices.items() if p is not None}
+        prices, entry_errors = _entry_clean(f"judge_prices.{model}", model, entry)
+        errors.update(entry_errors)
+        if not entry_errors:
+            out[model] = prices
     return out, errors
+
+
+def _table_problem(value: Any) -> str:
+    if not isinstance(value, dict):
+        return 'must be an object: {"<model>": {"input": 0.15, "output": 0.6}}'
+    if len(value) > MAX_PRICED_MODELS:
+        return f"at most {MAX_PRICED_MODELS} models"
+    return ""
+
+
+def _entry_clean(field: str, model: str, entry: Any) -> tuple[dict[str, float], dict[str, str]]:
+    """One model's prices and the errors under ``field`` (the entry) or ``field.<side>``."""
+    if not model or len(model) > 200 or any(ch.isspace() or ch == "\x00" for ch in model):
+        return {}, {field: "a litellm model string (no spaces, at most 200 characters)"}
+    if not isinstance(entry, dict) or set(entry) != {"input", "output"}:
+        return {}, {field: 'must be {"input": <USD per million>, "output": <USD per million>}'}
+    prices = {side: _price(entry[side]) for side in ("input", "output")}
+    errors = {
+        f"{field}.{side}": problem
+        for side, price in prices.items()
+        if (problem := _price_problem(price))
+    }
+    return {side: p for side, p in prices.items() if p is not None}, errors
+
+
+def _price_problem(price: float | None) -> str:
+    if price is None or not math.isfinite(price):
+        return "must be a number of USD per million tokens"
+    if not 0 <= price <= MAX_PRICE:
+        return f"must be between 0 and {MAX_PRICE:,.0f}"
+    return ""
 
 
 def token_threshold_error(value: Any) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -240,30 +241,17 @@ class ConnectionParams(BaseModel):
         return self
 
 
+# What one connection field cleans to, and its errors by field (none when it is valid).
+Cleaned = tuple[Any, dict[str, str]]
+
+
 def _clean_connection(team: Team, fields: dict[str, Any], current: JudgeConnection | None):
     errors: dict[str, str] = {}
     out: dict[str, Any] = {}
-    if "name" in fields:
-        out["name"] = str(fields["name"] or "").strip()
-        if not out["name"] or len(out["name"]) > 100:
-            errors["name"] = "1 to 100 characters"
-        elif _name_taken(team, out["name"], current):
-            errors["name"] = f"this team already has a connection named {out['name']!r}"
-    if "api_base" in fields:
-        out["api_base"] = str(fields["api_base"] or "").strip()
-        if refusal := _api_base_refusal(out["api_base"]):
-            errors["api_base"] = refusal
-    if "model" in fields:
-        out["model"] = str(fields["model"] or "").strip()
-        if not out["model"] or len(out["model"]) > 200 or " " in out["model"]:
-            errors["model"] = "a litellm model string, e.g. openai/gpt-4o-mini"
-    if "params" in fields:
-        try:
-            out["params"] = ConnectionParams.model_validate(fields["params"] or {}).model_dump(
-                exclude_none=True
-            )
-        except ValidationError as exc:
-            errors.update(_param_errors(exc))
+    for name, clean in CONNECTION_RULES.items():
+        if name in fields:
+            out[name], problems = clean(fields[name], team=team, current=current)
+            errors.update(problems)
     if "model" not in errors and "api_base" not in errors:
         model = out.get("model", current.model if current else "")
         api_base = out.get("api_base", current.api_base if current else "")
@@ -272,6 +260,45 @@ def _clean_connection(team: Team, fields: dict[str, Any], current: JudgeConnecti
     if errors:
         raise TeamValidationError(errors)
     return out
+
+
+def _connection_name(value: Any, *, team: Team, current: JudgeConnection | None) -> Cleaned:
+    name = str(value or "").strip()
+    if not name or len(name) > 100:
+        return name, {"name": "1 to 100 characters"}
+    if _name_taken(team, name, current):
+        return name, {"name": f"this team already has a connection named {name!r}"}
+    return name, {}
+
+
+def _connection_api_base(value: Any, **_: Any) -> Cleaned:
+    api_base = str(value or "").strip()
+    refusal = _api_base_refusal(api_base)
+    return api_base, ({"api_base": refusal} if refusal else {})
+
+
+def _connection_model(value: Any, **_: Any) -> Cleaned:
+    model = str(value or "").strip()
+    if not model or len(model) > 200 or " " in model:
+        return model, {"model": "a litellm model string, e.g. openai/gpt-4o-mini"}
+    return model, {}
+
+
+def _connection_params(value: Any, **_: Any) -> Cleaned:
+    try:
+        return ConnectionParams.model_validate(value or {}).model_dump(exclude_none=True), {}
+    except ValidationError as exc:
+        return None, _param_errors(exc)
+
+
+# The rule for each field a write may give, in the order its errors are reported; the route
+# (model and endpoint together) is checked after them.
+CONNECTION_RULES: dict[str, Callable[..., Cleaned]] = {
+    "name": _connection_name,
+    "api_base": _connection_api_base,
+    "model": _connection_model,
+    "params": _connection_params,
+}
 
 
 def _name_taken(team: Team, name: str, current: JudgeConnection | None) -> bool:
