@@ -4,11 +4,12 @@ version (graded examples: rubrics.examples)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import TextChoices
 from django.utils import timezone
 from django.utils.text import slugify
 from pydantic import ValidationError
@@ -105,46 +106,89 @@ def criteria_validate(criteria: Sequence[CriterionInput]) -> None:
             seen.add(c.key)
 
 
+# A setting as cleaned, and its errors by field (none when it is valid).
+Cleaned = tuple[Any, dict[str, str]]
+
+
 def _clean_settings(
     fields: dict[str, Any], *, team: Team, rubric: Rubric | None = None
 ) -> dict[str, Any]:
     """Validate the non-criteria settings, returning cleaned values; errors name the field."""
-    errors: dict[str, str] = {}
     out = dict(fields)
-    if "name" in fields and not str(fields["name"] or "").strip():
-        errors["name"] = "must not be blank"
-    if "scale" in fields:
-        try:
-            out["scale"] = float(fields["scale"])
-            if out["scale"] < 0:
-                errors["scale"] = "must be zero or more"
-        except (TypeError, ValueError):
-            errors["scale"] = "must be a number"
-    if "strategy" in fields and fields["strategy"] not in Strategy.values:
-        errors["strategy"] = f"must be one of {', '.join(Strategy.values)}"
-    if "alignment_mode" in fields and fields["alignment_mode"] not in AlignmentMode.values:
-        errors["alignment_mode"] = f"must be one of {', '.join(AlignmentMode.values)}"
-    if fields.get("judge_params") is not None:
-        try:
-            out["judge_params"] = JudgeParams.model_validate(fields["judge_params"]).model_dump(
-                exclude_none=True
-            )
-        except ValidationError as exc:
-            errors.update(_nested_errors("judge_params", exc))
+    errors = _apply_rules(SETTING_RULES, fields, out)
     if "judge_connection" in fields or "judge_model" in fields:
         errors.update(judge_choice_errors(team=team, rubric=rubric, fields=fields, out=out))
-    if fields.get("alignment_weights") is not None:
-        try:
-            out["alignment_weights"] = AlignmentWeights.model_validate(
-                fields["alignment_weights"]
-            ).model_dump()
-        except ValidationError as exc:
-            errors["alignment_weights"] = _pydantic_message(exc)
+    errors.update(_apply_rules(WEIGHT_RULES, fields, out))
     errors.update(_view_errors(fields))
     errors.update(sampling_errors(fields, out))
     if errors:
         raise RubricValidationError(errors)
     return out
+
+
+def _apply_rules(
+    rules: dict[str, Callable[[str, Any], Cleaned]], fields: dict[str, Any], out: dict[str, Any]
+) -> dict[str, str]:
+    """Clean each given field by its rule into ``out``; the errors of all of them."""
+    errors: dict[str, str] = {}
+    for name, clean in rules.items():
+        if name in fields:
+            out[name], problems = clean(name, fields[name])
+            errors.update(problems)
+    return errors
+
+
+def _not_blank(name: str, value: Any) -> Cleaned:
+    return value, ({} if str(value or "").strip() else {name: "must not be blank"})
+
+
+def _scale(name: str, value: Any) -> Cleaned:
+    try:
+        scale = float(value)
+    except (TypeError, ValueError):
+        return value, {name: "must be a number"}
+    return scale, ({name: "must be zero or more"} if scale < 0 else {})
+
+
+def _one_of(choices: type[TextChoices]) -> Callable[[str, Any], Cleaned]:
+    def clean(name: str, value: Any) -> Cleaned:
+        if value in choices.values:
+            return value, {}
+        return value, {name: f"must be one of {', '.join(choices.values)}"}
+
+    return clean
+
+
+def _judge_params(name: str, value: Any) -> Cleaned:
+    if value is None:
+        return value, {}
+    try:
+        return JudgeParams.model_validate(value).model_dump(exclude_none=True), {}
+    except ValidationError as exc:
+        return value, _nested_errors(name, exc)
+
+
+def _alignment_weights(name: str, value: Any) -> Cleaned:
+    if value is None:
+        return value, {}
+    try:
+        return AlignmentWeights.model_validate(value).model_dump(), {}
+    except ValidationError as exc:
+        return value, {name: _pydantic_message(exc)}
+
+
+# The rule for each setting a write may give, in the order its errors are reported; the
+# judge's connection and model (checked together, against the team's) come between them.
+SETTING_RULES: dict[str, Callable[[str, Any], Cleaned]] = {
+    "name": _not_blank,
+    "scale": _scale,
+    "strategy": _one_of(Strategy),
+    "alignment_mode": _one_of(AlignmentMode),
+    "judge_params": _judge_params,
+}
+WEIGHT_RULES: dict[str, Callable[[str, Any], Cleaned]] = {
+    "alignment_weights": _alignment_weights,
+}
 
 
 def _view_errors(fields: dict[str, Any]) -> dict[str, str]:
