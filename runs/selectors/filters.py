@@ -128,25 +128,15 @@ def result_passed_q(passed: bool) -> Q:
 
 
 def _filtered(team: Team, f: RunFilters) -> QuerySet[AgentRun]:
-    qs = AgentRun.objects.filter(team=team)
+    qs = AgentRun.objects.filter(team=team, **_column_lookups(f))
     if f.rubric:
         qs = qs.filter(rubric_q("rubric", f.rubric))
-    if f.version is not None:
-        qs = qs.filter(current_version__number=f.version)
     if f.passed is not None:
         qs = qs.filter(result_passed_q(f.passed))
     if f.failing_criterion:
         qs = qs.filter(pk__in=_failing_runs(team, f))
-    if f.status:
-        qs = qs.filter(status=f.status)
-    if f.agent:
-        qs = qs.filter(agent=f.agent)
     if f.tool:
         qs = qs.filter(pk__in=_runs_calling(team, f))
-    if f.since:
-        qs = qs.filter(created_at__gte=f.since)
-    if f.until:
-        qs = qs.filter(created_at__lt=f.until)
     if f.q:
         qs = qs.filter(
             Q(external_id__icontains=f.q)
@@ -154,6 +144,18 @@ def _filtered(team: Team, f: RunFilters) -> QuerySet[AgentRun]:
             | Q(output_text__icontains=f.q)
         )
     return qs
+
+
+def _column_lookups(f: RunFilters) -> dict[str, Any]:
+    """The filters that are one lookup on the run's own columns, for those given."""
+    lookups = {
+        "current_version__number": f.version,
+        "status": f.status or None,
+        "agent": f.agent or None,
+        "created_at__gte": f.since or None,
+        "created_at__lt": f.until or None,
+    }
+    return {name: value for name, value in lookups.items() if value is not None}
 
 
 def rubric_q(field: str, ref: str) -> Q:

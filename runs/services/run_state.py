@@ -55,25 +55,7 @@ def runs_refresh(
     fields: dict[Any, dict[str, Any]] = {}
     picked: dict[Any, tuple[Any, Any]] = {}
     for run_id, evaluations in by_run.items():
-        values: dict[str, Any] = {"status": _run_status(evaluations)}
-        rubric_current = [e for e in evaluations if e["kind"] == Kind.RUBRIC and e["is_current"]]
-        preferred = [
-            e for e in rubric_current if e["rubric_id"] == rubric_of[run_id]
-        ] or rubric_current
-        if preferred:
-            values.update(
-                passed=preferred[0]["passed"],
-                score=preferred[0]["score"],
-                current_version_id=preferred[0]["rubric_version_id"],
-            )
-        alignment = [e for e in evaluations if e["kind"] == Kind.ALIGNMENT and e["is_current"]]
-        if alignment:
-            values["alignment_score"] = alignment[0]["score"]
-        fields[run_id] = values
-        picked[run_id] = (
-            preferred[0]["id"] if preferred else None,
-            alignment[0]["id"] if alignment else None,
-        )
+        fields[run_id], picked[run_id] = _run_values(evaluations, rubric_of[run_id])
     # Human review labels adjust passed/score/alignment_score (reviews registers that in its
     # AppConfig.ready()); the evaluations keep the judge's.
     unjudged = _unjudged_status([pk for pk, values in fields.items() if not values["status"]])
@@ -89,6 +71,32 @@ def runs_refresh(
             values.update(dict.fromkeys(RESULT_FIELDS))
     after = {pk: values["passed"] for pk, values in fields.items() if "passed" in values}
     rollup_runs_changed(before=before, after=after)
+    _write_runs(fields)
+
+
+def _run_values(
+    evaluations: list[dict[str, Any]], own_rubric: Any
+) -> tuple[dict[str, Any], tuple[Any, Any]]:
+    """A run's status and the judge's result from its current evaluations (the run's own
+    rubric first), and the ids of the rubric and alignment evaluations that result is from."""
+    values: dict[str, Any] = {"status": _run_status(evaluations)}
+    rubric_current = [e for e in evaluations if e["kind"] == Kind.RUBRIC and e["is_current"]]
+    preferred = [e for e in rubric_current if e["rubric_id"] == own_rubric] or rubric_current
+    if preferred:
+        values.update(
+            passed=preferred[0]["passed"],
+            score=preferred[0]["score"],
+            current_version_id=preferred[0]["rubric_version_id"],
+        )
+    alignment = [e for e in evaluations if e["kind"] == Kind.ALIGNMENT and e["is_current"]]
+    if alignment:
+        values["alignment_score"] = alignment[0]["score"]
+    picked = (preferred[0]["id"] if preferred else None, alignment[0]["id"] if alignment else None)
+    return values, picked
+
+
+def _write_runs(fields: dict[Any, dict[str, Any]]) -> None:
+    """One UPDATE per set of fields written (run id -> field -> value)."""
     groups: dict[tuple[str, ...], list[AgentRun]] = {}
     for run_id, values in fields.items():
         groups.setdefault(tuple(sorted(values)), []).append(AgentRun(pk=run_id, **values))
