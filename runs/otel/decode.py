@@ -13,6 +13,7 @@ import base64
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -274,28 +275,42 @@ def _json_value(value: Any, where: str, depth: int) -> Any:
     if depth > MAX_DEPTH:
         raise OtlpInvalid(f"{where}: attribute values nest deeper than {MAX_DEPTH} levels")
     value = _object(value, where)
-    if "stringValue" in value:
-        return _clean(_text(value["stringValue"], f"{where}.stringValue"))
-    if "boolValue" in value:
-        if not isinstance(value["boolValue"], bool):
-            raise OtlpInvalid(f"{where}.boolValue must be true or false", extra={"field": where})
-        return value["boolValue"]
-    if "intValue" in value:
-        return _int(value["intValue"], f"{where}.intValue")
-    if "doubleValue" in value:
-        return _double(value["doubleValue"], f"{where}.doubleValue")
-    if "arrayValue" in value:
-        inner = _object(value["arrayValue"] or {}, f"{where}.arrayValue")
-        return [
-            _json_value(v, f"{where}.arrayValue.values[{i}]", depth + 1)
-            for i, v in enumerate(_list(inner, "values", f"{where}.arrayValue"))
-        ]
-    if "kvlistValue" in value:
-        inner = _object(value["kvlistValue"] or {}, f"{where}.kvlistValue")
-        return _attributes({"attributes": _list(inner, "values", where)}, f"{where}.kvlistValue")
-    if "bytesValue" in value:
-        return _text(value["bytesValue"], f"{where}.bytesValue")
+    for kind, decode in ANY_VALUE_KINDS.items():
+        if kind in value:
+            return decode(value[kind], where, depth)
     return None  # an empty AnyValue, or a kind this version does not know: ignored
+
+
+def _bool_value(value: Any, where: str, depth: int) -> bool:
+    if not isinstance(value, bool):
+        raise OtlpInvalid(f"{where}.boolValue must be true or false", extra={"field": where})
+    return value
+
+
+def _array_value(value: Any, where: str, depth: int) -> list[Any]:
+    inner = _object(value or {}, f"{where}.arrayValue")
+    return [
+        _json_value(v, f"{where}.arrayValue.values[{i}]", depth + 1)
+        for i, v in enumerate(_list(inner, "values", f"{where}.arrayValue"))
+    ]
+
+
+def _kvlist_value(value: Any, where: str, depth: int) -> dict[str, Any]:
+    inner = _object(value or {}, f"{where}.kvlistValue")
+    return _attributes({"attributes": _list(inner, "values", where)}, f"{where}.kvlistValue")
+
+
+# How each kind of AnyValue decodes (the value under the kind's key, the AnyValue's place, its
+# depth), in the order a value carrying several kinds is read.
+ANY_VALUE_KINDS: dict[str, Callable[[Any, str, int], Any]] = {
+    "stringValue": lambda v, where, _: _clean(_text(v, f"{where}.stringValue")),
+    "boolValue": _bool_value,
+    "intValue": lambda v, where, _: _int(v, f"{where}.intValue"),
+    "doubleValue": lambda v, where, _: _double(v, f"{where}.doubleValue"),
+    "arrayValue": _array_value,
+    "kvlistValue": _kvlist_value,
+    "bytesValue": lambda v, where, _: _text(v, f"{where}.bytesValue"),
+}
 
 
 def _int(value: Any, where: str) -> int:

@@ -103,6 +103,26 @@ def _genai_message(item: dict[str, Any], *, output: bool) -> list[Message]:
     if not isinstance(parts, list):
         content = item.get("content")  # a Chat Completions message passed as it is
         return [{**item, "role": role, "content": _content(content)}] if content is not None else []
+    texts, others, calls, results = _sorted_parts(parts)
+    if not (texts or others or calls):
+        return results
+    message: Message = {"role": "assistant" if calls and role == "user" else role}
+    if others:
+        message["content"] = [*({"type": "text", "text": t} for t in texts), *others]
+    else:
+        message["content"] = "\n".join(texts)
+    if calls:
+        message["tool_calls"] = calls
+    if item.get("name"):
+        message["name"] = str(item["name"])[:200]
+    return [message, *results]
+
+
+def _sorted_parts(
+    parts: list[Any],
+) -> tuple[list[str], list[dict[str, Any]], list[dict[str, Any]], list[Message]]:
+    """A GenAI message's parts by kind: texts, other content parts, tool calls and tool
+    results (each in order; what is not an object is skipped)."""
     texts: list[str] = []
     others: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
@@ -119,20 +139,7 @@ def _genai_message(item: dict[str, Any], *, output: bool) -> list[Message]:
             results.append(tool_result(part.get("id"), None, part.get("response")))
         else:
             others.append(part)
-    out: list[Message] = []
-    if texts or others or calls:
-        message: Message = {"role": "assistant" if calls and role == "user" else role}
-        if others:
-            text_parts = [{"type": "text", "text": t} for t in texts]
-            message["content"] = [*text_parts, *others]
-        else:
-            message["content"] = "\n".join(texts)
-        if calls:
-            message["tool_calls"] = calls
-        if item.get("name"):
-            message["name"] = str(item["name"])[:200]
-        out.append(message)
-    return out + results
+    return texts, others, calls, results
 
 
 def system_instructions(value: Any) -> list[Message]:
