@@ -177,12 +177,7 @@ def _fit_transcript(base: RunView, shown: list[Step], budget: int, count: Counte
     if used <= budget:
         return _done(base, shown, lines, {})
     rendering: dict[str, Any] = {}
-    shortened = []
-    for n, step in enumerate(shown):
-        if step["kind"] == "tool_result" and len(step.get("content", "")) > LONG_RESULT:
-            lines[n] = step_line(step, _shorten(step["content"]))
-            shortened.append(step["index"])
-    if shortened:
+    if shortened := _shorten_long_results(shown, lines):
         rendering["shortened"] = shortened
         used = fixed + count("\n".join(lines))
     room = budget - fixed
@@ -208,6 +203,16 @@ def _fit_transcript(base: RunView, shown: list[Step], budget: int, count: Counte
         used = _blocks_tokens(base, count) + transcript_tokens
     rendering |= {"tokens": used, "budget": budget}
     return _done(base, shown, lines, rendering)
+
+
+def _shorten_long_results(shown: list[Step], lines: list[str]) -> list[int]:
+    """Shorten the lines of tool results over LONG_RESULT characters in place; their indexes."""
+    shortened = []
+    for n, step in enumerate(shown):
+        if step["kind"] == "tool_result" and len(step.get("content", "")) > LONG_RESULT:
+            lines[n] = step_line(step, _shorten(step["content"]))
+            shortened.append(step["index"])
+    return shortened
 
 
 def _elide(

@@ -178,17 +178,8 @@ class _Builder:
             self.unknown(None, dict(item))
 
     def _message(self, item: Mapping[str, Any], role: str) -> None:
-        if role == "tool":  # Chat Completions tool result, or AI SDK tool message with parts
-            content = item.get("content")
-            if isinstance(content, list) and any(
-                isinstance(p, Mapping) and p.get("type") == "tool-result" for p in content
-            ):
-                self._parts(content, role)
-            else:
-                self.result(item.get("tool_call_id"), content, tool=item.get("name"))
-            return
-        if role == "function":  # the older Chat Completions function result
-            self.result(None, item.get("content"), tool=item.get("name"))
+        if role in ("tool", "function"):
+            self._tool_message(item, role)
             return
         content = item.get("content")
         if isinstance(content, Mapping) and isinstance(content.get("parts"), list):
@@ -205,6 +196,25 @@ class _Builder:
                 self.message(role, text)
         else:
             self.unknown(role, dict(item))
+        self._message_calls(item, role)
+
+    def _tool_message(self, item: Mapping[str, Any], role: str) -> None:
+        """A tool's result: a Chat Completions ``tool`` message (or an AI SDK tool message
+        with parts), or the older Chat Completions ``function`` result."""
+        content = item.get("content")
+        if (
+            role == "tool"
+            and isinstance(content, list)
+            and any(isinstance(p, Mapping) and p.get("type") == "tool-result" for p in content)
+        ):
+            self._parts(content, role)
+        else:
+            call_id = item.get("tool_call_id") if role == "tool" else None
+            self.result(call_id, content, tool=item.get("name"))
+
+    def _message_calls(self, item: Mapping[str, Any], role: str) -> None:
+        """The tool calls a Chat Completions message makes (``tool_calls``, or the older
+        ``function_call``)."""
         for call in _as_list(item.get("tool_calls")):
             fn = call.get("function") if isinstance(call, Mapping) else None
             if isinstance(fn, Mapping):
