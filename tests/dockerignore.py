@@ -55,7 +55,8 @@ class Pattern:
         pattern._compile()
         return pattern
 
-    def _compile(self) -> None:
+    # Mirrors moby/patternmatcher's compile token by token, so the two can be read side by side.
+    def _compile(self) -> None:  # noqa: C901
         text, reg, kind, pos, i = self.text, "^", "exact", 0, 0
         while pos < len(text):
             ch, pos = text[pos], pos + 1
