@@ -2,7 +2,7 @@ from django.urls import path
 
 from rubrics import views_compare
 
-from . import views, views_alerts
+from . import views, views_alerts, views_calibration, views_review
 
 app_name = "reviews"
 
@@ -17,22 +17,36 @@ urlpatterns = [
     ),
     path("<uuid:rubric_id>/", views.queue, name="queue"),
     path("<uuid:rubric_id>/next/", views.queue_next, name="next"),
-    path("<uuid:rubric_id>/runs/<uuid:run_id>/", views.review, name="review"),
-    path("<uuid:rubric_id>/runs/<uuid:run_id>/verdict/", views.review_verdict, name="verdict"),
+    path("<uuid:rubric_id>/runs/<uuid:run_id>/", views_review.review, name="review"),
     path(
-        "<uuid:rubric_id>/runs/<uuid:run_id>/alignment/", views.review_alignment, name="alignment"
+        "<uuid:rubric_id>/runs/<uuid:run_id>/verdict/", views_review.review_verdict, name="verdict"
     ),
-    path("<uuid:rubric_id>/runs/<uuid:run_id>/revert/", views.review_revert, name="revert"),
-    path("<uuid:rubric_id>/runs/<uuid:run_id>/example/", views.review_example, name="example"),
-    path("<uuid:rubric_id>/runs/<uuid:run_id>/golden/", views.review_golden, name="golden_mark"),
+    path(
+        "<uuid:rubric_id>/runs/<uuid:run_id>/alignment/",
+        views_review.review_alignment,
+        name="alignment",
+    ),
+    path("<uuid:rubric_id>/runs/<uuid:run_id>/revert/", views_review.review_revert, name="revert"),
+    path(
+        "<uuid:rubric_id>/runs/<uuid:run_id>/example/", views_review.review_example, name="example"
+    ),
+    path(
+        "<uuid:rubric_id>/runs/<uuid:run_id>/golden/",
+        views_review.review_golden,
+        name="golden_mark",
+    ),
     path("<uuid:rubric_id>/agreement/", views.agreement, name="agreement"),
     path("<uuid:rubric_id>/export.<str:fmt>", views.export, name="export"),
-    path("<uuid:rubric_id>/golden/", views.golden, name="golden"),
-    path("<uuid:rubric_id>/golden/start/", views.golden_start, name="golden_start"),
-    path("<uuid:rubric_id>/consistency/", views.consistency, name="consistency"),
-    path("<uuid:rubric_id>/consistency/start/", views.consistency_start, name="consistency_start"),
+    path("<uuid:rubric_id>/golden/", views_calibration.golden, name="golden"),
+    path("<uuid:rubric_id>/golden/start/", views_calibration.golden_start, name="golden_start"),
+    path("<uuid:rubric_id>/consistency/", views_calibration.consistency, name="consistency"),
+    path(
+        "<uuid:rubric_id>/consistency/start/",
+        views_calibration.consistency_start,
+        name="consistency_start",
+    ),
     path("<uuid:rubric_id>/flags/", views.rubric_flags, name="rubric_flags"),
-    path("calibrations/<uuid:calibration_id>/", views.calibration, name="calibration"),
+    path("calibrations/<uuid:calibration_id>/", views_calibration.calibration, name="calibration"),
     path("runs/<uuid:run_id>/panel/", views.run_panel, name="run_panel"),
     # Comparisons and the publishing gate (rubrics.views_compare).
     path("comparisons/<uuid:comparison_id>/", views_compare.comparison, name="comparison"),

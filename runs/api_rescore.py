@@ -18,7 +18,7 @@ from evalsite.schemas import INT_MAX, with_errors
 from rubrics.selectors import rubric_get
 from teams.api import caller, editor
 
-from .schemas import StatusChoice
+from .models import StatusChoice
 from .selectors import batch_get, batch_progress, batches_list, batches_progress, run_get
 from .services.rescore import (
     RescoreScope,

@@ -13,7 +13,7 @@ from pydantic import ConfigDict
 from evalsite.schemas import Amount, BigCount, with_errors
 from teams.api import caller, editor
 
-from .models_budget import JudgeBudget
+from .models.budget import JudgeBudget
 from .selectors.usage import usage_report
 from .services.budget import budget_for, budget_update, budget_usage
 from .services.budget_wait import budget_below_use

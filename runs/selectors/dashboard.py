@@ -22,7 +22,7 @@ from ..models import (
     Evaluation,
     Status,
 )
-from ..models_rollup import NO_RUBRIC, EvaluationDayRollup, RunDayRollup
+from ..models.rollups import NO_RUBRIC, EvaluationDayRollup, RunDayRollup
 from .runs import run_get
 
 

@@ -18,7 +18,7 @@ from rubrics.selectors import version_criteria
 from teams.models import Team
 
 from ..models import AgentRun, CriterionVerdict
-from ..models_rollup import CriterionDayRollup, RunDayRollup, VersionRollup
+from ..models.rollups import CriterionDayRollup, RunDayRollup, VersionRollup
 
 PASS_RATE_DAYS = 30  # UTC days, today included (as the home page's charts)
 

@@ -36,7 +36,7 @@ from evalsite.errors import FieldErrors
 from teams.models import Team
 
 from ..models import AgentRun, Evaluation, Status
-from ..models_budget import LIMIT_FIELDS, BudgetCounter, BudgetHold, JudgeBudget
+from ..models.budget import LIMIT_FIELDS, BudgetCounter, BudgetHold, JudgeBudget
 from .budget_slices import (
     Slice,
     counter,

@@ -31,7 +31,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Sum
 
 from ..models import Evaluation
-from ..models_budget import BudgetCounter, BudgetPeriod, JudgeBudget
+from ..models.budget import BudgetCounter, BudgetPeriod, JudgeBudget
 from .budget_sql import Held, counters_reserve, hold_insert, hold_release
 
 # --- Periods and counters --------------------------------------------------------------------

@@ -13,7 +13,7 @@ from typing import Any
 from django.db import connections, router
 
 from ..models import Evaluation
-from ..models_budget import BudgetCounter, BudgetHold, BudgetPeriod
+from ..models.budget import BudgetCounter, BudgetHold, BudgetPeriod
 
 
 @dataclass(frozen=True)

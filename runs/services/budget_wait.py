@@ -16,7 +16,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from ..models_budget import BudgetCounter, BudgetPeriod, JudgeBudget
+from ..models.budget import BudgetCounter, BudgetPeriod, JudgeBudget
 from .budget_slices import period_bounds, period_starts, recorded_usage
 
 WAITING = "Waiting for budget"

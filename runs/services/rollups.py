@@ -1,4 +1,4 @@
-"""Keeping the rollups (runs.models_rollup): increments written in the same transaction as the
+"""Keeping the rollups (runs.models.rollups): increments written in the same transaction as the
 rows they count, and the rebuild from raw rows (manage.py rollups_rebuild).
 
 Every increment is one ``INSERT ... ON CONFLICT DO UPDATE SET n = n + excluded.n`` statement
@@ -19,7 +19,7 @@ from django.db.models.functions import TruncDate
 from teams.models import Team
 
 from ..models import AgentRun, CriterionVerdict
-from ..models_rollup import (
+from ..models.rollups import (
     NO_RUBRIC,
     CriterionDayRollup,
     EvaluationDayRollup,

@@ -1,4 +1,4 @@
-"""The evaluations' rollup (runs.models_rollup.EvaluationDayRollup): an evaluation is counted
+"""The evaluations' rollup (runs.models.rollups.EvaluationDayRollup): an evaluation is counted
 once, in the transaction that ends it (results, the sweeper's lease expiry, a re-score
 batch's cancel), and moved to the band-less row when a newer one demotes it."""
 
@@ -13,7 +13,7 @@ from django.db.models import Case, Count, F, Q, Sum, Value, When
 from django.db.models.functions import TruncDate
 
 from ..models import FINAL_STATUSES, Evaluation, Kind
-from ..models_rollup import EvaluationDayRollup
+from ..models.rollups import EvaluationDayRollup
 from .rollup_sql import upsert_rows
 
 EvalKey = tuple[Any, date, str, str, str]  # (team id, day, kind, status, band)

@@ -1,4 +1,4 @@
-"""Runs judged per rubric version (runs.models_rollup.VersionRollup): the rubric editor's
+"""Runs judged per rubric version (runs.models.rollups.VersionRollup): the rubric editor's
 history. A run counts once per version however often it is judged on it (re-scores,
 calibration repeats), so the increment is taken only by the first succeeded evaluation of a
 (version, run) pair.
@@ -20,7 +20,7 @@ from django.db import connections, router
 from django.db.models import Count
 
 from ..models import Evaluation, Status
-from ..models_rollup import VersionRollup
+from ..models.rollups import VersionRollup
 from .rollup_sql import upsert_rows
 
 Judged = tuple[Any, Any, Any]  # (team id, rubric version id, run id)

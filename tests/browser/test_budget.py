@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from reviews.services.alerts import alerts_evaluate
 from runs.models import Evaluation
-from runs.models_budget import JudgeBudget
+from runs.models.budget import JudgeBudget
 from tests.page_helpers import judged_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

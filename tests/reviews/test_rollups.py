@@ -1,4 +1,4 @@
-"""Rollups (runs.models_rollup) agree with the raw runs and verdicts after a seeded random
+"""Rollups (runs.models.rollups) agree with the raw runs and verdicts after a seeded random
 sequence of ingests, judging, human overrides, reverts, re-scores and criteria edits, and the
 rebuild command reproduces the incrementally maintained values."""
 
@@ -30,7 +30,7 @@ from runs.models import (
     Status,
     VersionRollup,
 )
-from runs.models_rollup import NO_RUBRIC
+from runs.models.rollups import NO_RUBRIC
 from runs.services.rescore import RescoreScope, batch_cancel, batch_create
 from tests.conftest import queued_evaluation
 

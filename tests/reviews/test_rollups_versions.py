@@ -1,4 +1,4 @@
-"""Runs judged per rubric version (runs.models_rollup.VersionRollup): a run counts once per
+"""Runs judged per rubric version (runs.models.rollups.VersionRollup): a run counts once per
 version whether it is judged there by ingest, a re-score or a calibration's repeats, and
 whether those results are written one by one or together."""
 

@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 
 from runs.models import Evaluation
-from runs.models_budget import JudgeBudget
+from runs.models.budget import JudgeBudget
 from runs.services import evaluation_execute
 from runs.services.budget import budget_update
 from tests.page_helpers import signed_in

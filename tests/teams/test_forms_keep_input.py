@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from runs.models_budget import JudgeBudget
+from runs.models.budget import JudgeBudget
 from teams.models import JudgeConnection
 from tests.page_helpers import signed_in
 

@@ -1,5 +1,5 @@
 """Comparisons: two sides (versions, a draft, or judge models) judged on the same runs
-(registered through runs.models; made by runs.services.compare)."""
+(made by runs.services.compare)."""
 
 from __future__ import annotations
 
