@@ -4,18 +4,14 @@ version (graded examples: rubrics.examples)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import TextChoices
 from django.utils import timezone
 from django.utils.text import slugify
-from pydantic import ValidationError
 
-from evalsite.errors import FieldErrors
-from runs.scoring import AlignmentWeights
 from runs.scoring import Criterion as CriterionSpec
 from runs.scoring.text import (
     coerce_criteria,
@@ -25,7 +21,7 @@ from runs.scoring.text import (
 )
 from teams.models import Team
 
-from .judging import JudgeParams, judge_choice_errors
+from .judging import JudgeParams
 from .models import (
     DEFAULT_RUN_TOKEN_BUDGET,
     AlignmentMode,
@@ -34,23 +30,32 @@ from .models import (
     RubricVersion,
     Strategy,
 )
-from .sampling import SAMPLING_FIELDS, sampling_errors
+from .sampling import SAMPLING_FIELDS
+from .settings_rules import (
+    MAX_INSTRUCTIONS_CHARS,
+    MAX_RUN_TOKEN_BUDGET,
+    MIN_RUN_TOKEN_BUDGET,
+    NO_VERSION,
+    VERSION_FIELDS,
+    RubricValidationError,
+    judge_view_validate,
+    settings_clean,
+    unversioned_view_errors,
+    view_errors,
+)
 from .versioning import CriterionInput, version_create, version_if_changed
 
 # Re-exported: the API's and pages' input types; the length rule for rubrics.working_copy.
-__all__ = ["CriterionInput", "JudgeParams", "criterion_too_long"]
-
-
-class RubricValidationError(FieldErrors):
-    """Invalid rubric input; ``errors`` maps each field name to a message a person can act on."""
-
-
-# The bounds of a version's run_token_budget (the API schema shows the same ones).
-MIN_RUN_TOKEN_BUDGET = 1_000
-MAX_RUN_TOKEN_BUDGET = 1_000_000
-MAX_INSTRUCTIONS_CHARS = 4_000
-VERSION_FIELDS = ("judge_view", "run_token_budget", "instructions")
-NO_VERSION = "a rubric without criteria has no version to carry it: send it with the criteria"
+__all__ = [
+    "MAX_INSTRUCTIONS_CHARS",
+    "MAX_RUN_TOKEN_BUDGET",
+    "MIN_RUN_TOKEN_BUDGET",
+    "CriterionInput",
+    "JudgeParams",
+    "RubricValidationError",
+    "criterion_too_long",
+    "judge_view_validate",
+]
 
 
 def criteria_count_check(count: int) -> None:
@@ -106,163 +111,6 @@ def criteria_validate(criteria: Sequence[CriterionInput]) -> None:
             seen.add(c.key)
 
 
-# A setting as cleaned, and its errors by field (none when it is valid).
-Cleaned = tuple[Any, dict[str, str]]
-
-
-def _clean_settings(
-    fields: dict[str, Any], *, team: Team, rubric: Rubric | None = None
-) -> dict[str, Any]:
-    """Validate the non-criteria settings, returning cleaned values; errors name the field."""
-    out = dict(fields)
-    errors = _apply_rules(SETTING_RULES, fields, out)
-    if "judge_connection" in fields or "judge_model" in fields:
-        errors.update(judge_choice_errors(team=team, rubric=rubric, fields=fields, out=out))
-    errors.update(_apply_rules(WEIGHT_RULES, fields, out))
-    errors.update(_view_errors(fields))
-    errors.update(sampling_errors(fields, out))
-    if errors:
-        raise RubricValidationError(errors)
-    return out
-
-
-def _apply_rules(
-    rules: dict[str, Callable[[str, Any], Cleaned]], fields: dict[str, Any], out: dict[str, Any]
-) -> dict[str, str]:
-    """Clean each given field by its rule into ``out``; the errors of all of them."""
-    errors: dict[str, str] = {}
-    for name, clean in rules.items():
-        if name in fields:
-            out[name], problems = clean(name, fields[name])
-            errors.update(problems)
-    return errors
-
-
-def _not_blank(name: str, value: Any) -> Cleaned:
-    return value, ({} if str(value or "").strip() else {name: "must not be blank"})
-
-
-def _scale(name: str, value: Any) -> Cleaned:
-    try:
-        scale = float(value)
-    except (TypeError, ValueError):
-        return value, {name: "must be a number"}
-    return scale, ({name: "must be zero or more"} if scale < 0 else {})
-
-
-def _one_of(choices: type[TextChoices]) -> Callable[[str, Any], Cleaned]:
-    def clean(name: str, value: Any) -> Cleaned:
-        if value in choices.values:
-            return value, {}
-        return value, {name: f"must be one of {', '.join(choices.values)}"}
-
-    return clean
-
-
-def _judge_params(name: str, value: Any) -> Cleaned:
-    if value is None:
-        return value, {}
-    try:
-        return JudgeParams.model_validate(value).model_dump(exclude_none=True), {}
-    except ValidationError as exc:
-        return value, _nested_errors(name, exc)
-
-
-def _alignment_weights(name: str, value: Any) -> Cleaned:
-    if value is None:
-        return value, {}
-    try:
-        return AlignmentWeights.model_validate(value).model_dump(), {}
-    except ValidationError as exc:
-        return value, {name: _pydantic_message(exc)}
-
-
-# The rule for each setting a write may give, in the order its errors are reported; the
-# judge's connection and model (checked together, against the team's) come between them.
-SETTING_RULES: dict[str, Callable[[str, Any], Cleaned]] = {
-    "name": _not_blank,
-    "scale": _scale,
-    "strategy": _one_of(Strategy),
-    "alignment_mode": _one_of(AlignmentMode),
-    "judge_params": _judge_params,
-}
-WEIGHT_RULES: dict[str, Callable[[str, Any], Cleaned]] = {
-    "alignment_weights": _alignment_weights,
-}
-
-
-def _view_errors(fields: dict[str, Any]) -> dict[str, str]:
-    """The judge view and token budget, when given (None means "keep the current one")."""
-    errors = _instructions_errors(fields.get("instructions"))
-    view, budget = fields.get("judge_view"), fields.get("run_token_budget")
-    if view is not None and view not in JudgeView.values:
-        errors["judge_view"] = f"must be one of {', '.join(JudgeView.values)}"
-    if budget is not None and type(budget) is not int:  # bool is an int: refused too
-        errors["run_token_budget"] = "must be a whole number of tokens"
-    elif budget is not None and not MIN_RUN_TOKEN_BUDGET <= budget <= MAX_RUN_TOKEN_BUDGET:
-        errors["run_token_budget"] = (
-            f"must be between {MIN_RUN_TOKEN_BUDGET:,} and {MAX_RUN_TOKEN_BUDGET:,} tokens "
-            f"(got {budget:,})"
-        )
-    return errors
-
-
-def _instructions_errors(text: Any) -> dict[str, str]:
-    """Judge instructions, when given: text of at most MAX_INSTRUCTIONS_CHARS characters."""
-    if text is None:
-        return {}
-    if not isinstance(text, str):
-        return {"instructions": "must be text"}
-    if len(text.strip()) > MAX_INSTRUCTIONS_CHARS:
-        return {
-            "instructions": f"at most {MAX_INSTRUCTIONS_CHARS:,} characters "
-            f"(got {len(text.strip()):,})"
-        }
-    return {}
-
-
-def judge_view_validate(*, judge_view: str, run_token_budget: int) -> None:
-    """A judge view and token budget a version could hold (for drafts that are not saved,
-    like the editor's "try it"); RubricValidationError names the field."""
-    errors = _view_errors({"judge_view": judge_view, "run_token_budget": run_token_budget})
-    if errors:
-        raise RubricValidationError(errors)
-
-
-def _unversioned_view_errors(fields: dict[str, Any]) -> dict[str, str]:
-    """A rubric without criteria has no version to carry a judge view or token budget, so it
-    can only have the defaults its first version gets: other values must come with criteria."""
-    defaults = {
-        "judge_view": JudgeView.FINAL,
-        "run_token_budget": DEFAULT_RUN_TOKEN_BUDGET,
-        "instructions": "",
-    }
-    return {
-        name: NO_VERSION
-        for name, default in defaults.items()
-        if fields.get(name) not in (None, default)
-        and not (name == "instructions" and not str(fields[name]).strip())
-    }
-
-
-def _nested_errors(field: str, exc: ValidationError) -> dict[str, str]:
-    """``{"judge_params.timeout": "..."}``: each error under its own name."""
-    out = {}
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"])
-        out[f"{field}.{loc}" if loc else field] = err["msg"]
-    return out
-
-
-def _pydantic_message(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"])
-        parts.append(f"{loc}: {err['msg']}" if loc else err["msg"])
-    return "; ".join(parts)
-
-
-# Tries at a slug when creates racing for it keep taking the one found free.
 SLUG_ATTEMPTS = 5
 
 
@@ -314,7 +162,7 @@ def rubric_create(
         "run_token_budget": run_token_budget,
         "instructions": instructions,
     }
-    cleaned = _clean_settings(
+    cleaned = settings_clean(
         {
             "name": name,
             "scale": scale,
@@ -333,8 +181,8 @@ def rubric_create(
     rubric_slug = _rubric_slug(team, name, slug)
     parsed = criteria_from_any(criteria)
     criteria_validate(parsed)
-    if not parsed and _unversioned_view_errors(view):
-        raise RubricValidationError(_unversioned_view_errors(view))
+    if not parsed and unversioned_view_errors(view):
+        raise RubricValidationError(unversioned_view_errors(view))
     view["instructions"] = (instructions or "").strip()
     rubric = Rubric(
         team=team,
@@ -400,10 +248,10 @@ def rubric_update(*, rubric: Rubric, user=None, **fields: Any) -> Rubric:
     unknown = set(fields) - set(SETTINGS_FIELDS) - set(VERSION_FIELDS)
     if unknown:
         raise RubricValidationError({f: "unknown field" for f in sorted(unknown)})
-    cleaned = _clean_settings(fields, team=rubric.team, rubric=rubric)
+    cleaned = settings_clean(fields, team=rubric.team, rubric=rubric)
     view = {name: cleaned.pop(name) for name in VERSION_FIELDS if name in cleaned}
-    if not rubric.current_version_id and _unversioned_view_errors(view):
-        raise RubricValidationError(_unversioned_view_errors(view))
+    if not rubric.current_version_id and unversioned_view_errors(view):
+        raise RubricValidationError(unversioned_view_errors(view))
     with transaction.atomic():
         for name, value in cleaned.items():
             setattr(rubric, name, value.strip() if name in ("name", "judge_model") else value)
@@ -435,8 +283,8 @@ def rubric_set_criteria(
         "run_token_budget": run_token_budget,
         "instructions": _stripped(instructions),
     }
-    if _view_errors(view):
-        raise RubricValidationError(_view_errors(view))
+    if view_errors(view):
+        raise RubricValidationError(view_errors(view))
     return version_if_changed(rubric=rubric, criteria=parsed, user=user, note=note, **view)
 
 
@@ -462,7 +310,7 @@ def rubric_set_judge_view(
         "run_token_budget": run_token_budget,
         "instructions": _stripped(instructions),
     }
-    errors = _view_errors(view)
+    errors = view_errors(view)
     if not rubric.current_version_id:
         errors |= {k: NO_VERSION for k, v in view.items() if v is not None} or {
             "judge_view": NO_VERSION
