@@ -53,7 +53,7 @@ lint: install
 	$(BIN)/ruff format --check .
 
 typecheck: install
-	$(BIN)/mypy evalsite teams rubrics runs reviews
+	$(BIN)/mypy evalsite judge_engine teams rubrics runs reviews
 
 ## Build the Mastra scorer (clients/mastra) and pack it into an installable tarball,
 ## clients/mastra/evalsite-mastra-<version>.tgz: `npm install <that path> @mastra/core zod`.

@@ -1,15 +1,15 @@
 #!/usr/bin/env python
-"""Per-call overhead of the judge seam (runs/scoring/judge.py) versus a bare litellm loop.
+"""Per-call overhead of the judge seam (judge_engine/judge.py) versus a bare litellm loop.
 
 Starts the fake judge (tests/fake_judge.py) as its own process with latency L, then, each in a
 fresh Python process so neither inherits the other's litellm state, runs N judge calls with C in
 flight:
 
   bare     litellm.acompletion with the same messages and response_format, nothing else
-  engine   runs.scoring.judge.complete_json (rubric prompt, schema, validation, accounting)
+  engine   judge_engine.judge.complete_json (rubric prompt, schema, validation, accounting)
   engine-logged
            the same with litellm's logging left on (ablation: what marking our calls as
-           litellm-internal, runs/scoring/llm.py, buys)
+           litellm-internal, judge_engine/llm.py, buys)
   scorer   RubricScorer.ascore in the caller's own loop (asyncio.run), as an agent loop scores:
            5 criteria, batched; the direct transport for this OpenAI-compatible server
   scorer-litellm
@@ -70,7 +70,7 @@ def load_average() -> str:
 
 def prompt(i: int) -> list[dict]:
     """The same rubric prompt layout for every mode, built here so the bare mode never imports
-    runs.scoring (whose import configures litellm)."""
+    judge_engine (whose import configures litellm)."""
     output = " ".join(f"word{n}" for n in range(5)) + f" (run {i})"
     criteria = "\n".join(f"[{cid}] {text}" for cid, text in CRITERIA)
     user = (
@@ -137,8 +137,8 @@ def bare_one(url: str):
 
 
 def engine_one(url: str, mode: str):
-    from runs.scoring import JudgeConfig, judge, llm
-    from runs.scoring.rubric import validate_verdicts
+    from judge_engine import JudgeConfig, judge, llm
+    from judge_engine.rubric import validate_verdicts
 
     if mode == "engine-logged":  # ablation only: the bench patching the engine, never the tests
         llm._unlogged = contextlib.nullcontext
@@ -156,7 +156,7 @@ def engine_one(url: str, mode: str):
 
 
 def scorer_one(url: str, mode: str):
-    from runs.scoring import JudgeConfig, RubricScorer
+    from judge_engine import JudgeConfig, RubricScorer
 
     transport = "litellm" if mode == "scorer-litellm" else "auto"
     config = JudgeConfig(
@@ -186,7 +186,7 @@ def child(mode: str, url: str, calls: int, concurrency: int, gc_freeze: bool) ->
         gc.freeze()
     elapsed, cpu = asyncio.run(run_calls(one, calls, concurrency))
     if mode == "bare":
-        assert "runs.scoring" not in sys.modules
+        assert "judge_engine" not in sys.modules
     print(elapsed, cpu)
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""What the sampling decision adds to ingest, per run (runs/scoring/sampling.py).
+"""What the sampling decision adds to ingest, per run (judge_engine/sampling.py).
 
 Ingest decides, for every run bound to a rubric, whether it is judged: a SHA-256 of team,
 rubric and run key, then the filters. It reads only rows ingest has already loaded, so its
@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from runs.scoring.sampling import SampleFilters, sample_bucket, sample_decide  # noqa: E402
+from judge_engine.sampling import SampleFilters, sample_bucket, sample_decide  # noqa: E402
 
 FILTERS = {"agents": ["bot-a"], "metadata_equals": {"env": "prod"}, "context_has": ["uid"]}
 NONE = SampleFilters()

@@ -25,12 +25,12 @@ from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
 from ninja.parser import Parser
 
-from runs.scoring.redact import internal_error, new_ref, tenant_error
+from judge_engine.redact import internal_error, new_ref, tenant_error
 from teams.api import api_auth
+from teams.api_throttle import api_throttle, unknown_key_refusal
 
 from .bodies import TRUNCATED
 from .errors import AppError, FieldErrors, TooLarge
-from .throttle import api_throttle, unknown_key_refusal
 
 logger = logging.getLogger(__name__)
 

@@ -39,12 +39,12 @@ def _hand_back_parked(**_: object) -> None:
     """Evaluations parked for a team's turn go back to the broker rather than wait for the
     sweeper (runs.fair_worker). The shutdown is bounded (runs.worker_watch)."""
     from runs import fair_worker
-    from runs.services.evaluations import _publish
+    from runs.services.evaluations import evaluations_publish
 
     watch.stopping()
     ids = fair_worker.close()
     if ids:
-        _publish(ids)
+        evaluations_publish(ids)
 
 
 @signals.worker_ready.connect

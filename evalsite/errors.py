@@ -5,8 +5,8 @@ app may import it (teams, rubrics, runs and reviews alike) without breaking the 
 of dependencies: an app's models, services and selectors import only from apps to its left
 (teams <- rubrics <- runs <- reviews) and from evalsite's generic infrastructure, this module
 included (views, API routers and tasks may import anything). The judge engine
-(runs/scoring) imports nothing from Django, the apps or evalsite; its own errors are in
-runs/scoring/errors.py. tests/test_layers.py checks both.
+(judge_engine) imports nothing from Django, the apps or evalsite; its own errors are in
+judge_engine/errors.py. tests/test_layers.py checks both.
 
 Each error carries what an answer needs:
 

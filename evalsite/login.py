@@ -7,7 +7,7 @@ address: ``EVALSITE_LOGIN_MAX_ATTEMPTS_PER_IP``) and refills at that many per
 failures count; an empty bucket refuses the attempt before the password is even checked — the
 right password too — with a message saying when to try again (HTTP 429 on the sign-in page).
 
-The buckets live in the store the judge rate limits use (runs/ratelimit.py: Redis when the
+The buckets live in the store the judge rate limits use (evalsite/ratelimit.py: Redis when the
 broker is Redis, else a SQLite file under DATA_DIR), so every web process shares them. The
 client address is REMOTE_ADDR: X-Forwarded-For is never read, since a client can forge it.
 """
@@ -28,7 +28,7 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import AuthenticationForm
 from django.http import HttpRequest, HttpResponse
 
-from runs.ratelimit import Draw, backend
+from evalsite.ratelimit import Draw, backend
 
 THROTTLED = "throttled"
 logger = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 
 Judge connections' ``api_base`` (teams), re-score batches' webhooks (runs), alert rules'
 webhooks (reviews) and export endpoints all go through here, with the same rules
-(runs.scoring.netguard: Unicode and numeric host forms normalised, names resolved, every
+(judge_engine.netguard: Unicode and numeric host forms normalised, names resolved, every
 non-public address refused) and the deployment's setting for that kind of URL:
 
 * when the URL is saved, ``outbound_refusal`` resolves the host now and the service makes the
@@ -11,7 +11,7 @@ non-public address refused) and the deployment's setting for that kind of URL:
   checked at connect time (the name is resolved once more, every answer must be public, and the
   socket goes to one of those answers), never following redirects and never through a proxy
   from the environment. The judge engine does the same with its own transport
-  (runs/scoring/direct.py ``_PublicOnlyResolver`` and runs/scoring/request.py
+  (judge_engine/direct.py ``_PublicOnlyResolver`` and judge_engine/request.py
   ``check_address``), guarded when ``outbound_guarded(Purpose.JUDGE)``.
 
 ``EVALSITE_JUDGE_ALLOW_PRIVATE`` and ``EVALSITE_WEBHOOK_ALLOW_PRIVATE`` (self-hosted judges and
@@ -29,7 +29,7 @@ import httpcore
 import httpx
 from django.conf import settings
 
-from runs.scoring.netguard import AddressRefused, public_addresses, url_refusal
+from judge_engine.netguard import AddressRefused, public_addresses, url_refusal
 
 
 class Purpose(enum.StrEnum):

@@ -255,7 +255,7 @@ EVALSITE_JUDGE_TIMEOUT = env_float("EVALSITE_JUDGE_TIMEOUT", 60.0)
 # "Test connection" in team settings: seconds its one judge call may take (no retries).
 EVALSITE_CONNECTION_TEST_TIMEOUT = env_float("EVALSITE_CONNECTION_TEST_TIMEOUT", 15.0)
 # "auto": judge calls post straight to an OpenAI-compatible api_base (openai/<name> models with an
-# api_base) and use litellm for every other model; "litellm": always litellm (runs/scoring/direct.py).
+# api_base) and use litellm for every other model; "litellm": always litellm (judge_engine/direct.py).
 EVALSITE_JUDGE_TRANSPORT = os.environ.get("EVALSITE_JUDGE_TRANSPORT", "auto")
 if EVALSITE_JUDGE_TRANSPORT not in ("auto", "litellm"):
     raise ImproperlyConfigured(
@@ -297,7 +297,7 @@ EVALSITE_MAX_BULK_BYTES = env_int("EVALSITE_MAX_BULK_BYTES", 20_000_000)
 # the real ones, so this sits just above the largest of them.
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(EVALSITE_MAX_BULK_BYTES, 3 * EVALSITE_MAX_RUN_BYTES) + 65_536
 
-# --- Re-scoring and judge rate limits (runs/services/rescore.py, runs/ratelimit.py) -----------
+# --- Re-scoring and judge rate limits (runs/services/rescore.py, evalsite/ratelimit.py) -----------
 # Requests and tokens per minute per judge model, shared by all workers; 0 = unlimited.
 # EVALSITE_JUDGE_RATE_LIMITS is JSON for specific models: {"openai/gpt-4o": {"rpm": 500, "tpm": 30000}}.
 EVALSITE_JUDGE_RPM = env_int("EVALSITE_JUDGE_RPM", 0)
@@ -321,7 +321,7 @@ EVALSITE_WEBHOOK_ALLOW_PRIVATE = os.environ.get("EVALSITE_WEBHOOK_ALLOW_PRIVATE"
 # --- Fair sharing between teams and request limits (docs/security.md) ------------------------
 # A worker's threads one team may never hold: this many stay free to fetch other teams' work
 # (0: an eighth of --concurrency, at least one). Judge requests in flight and claimed
-# evaluations are shared the same way (runs/scoring/fairshare.py).
+# evaluations are shared the same way (judge_engine/fairshare.py).
 EVALSITE_FAIR_RESERVE = env_int("EVALSITE_FAIR_RESERVE", 0)
 # API requests per minute per API key (and per signed-in user and team), with bursts of
 # EVALSITE_API_BURST; over it the API answers 429 with Retry-After. 0 turns the limit off.
@@ -330,7 +330,7 @@ EVALSITE_API_BURST = env_int("EVALSITE_API_BURST", 300)
 # POST /api/score calls of one team waiting for their results at once (0: no cap). Keep it
 # well below the web server's concurrency (gunicorn workers x threads: 48 in docker-compose).
 EVALSITE_SCORE_MAX_WAITING = env_int("EVALSITE_SCORE_MAX_WAITING", 16)
-# How waiting score calls learn that evaluations ended (runs/services/notify.py): auto
+# How waiting score calls learn that evaluations ended (evalsite/notify.py): auto
 # (PostgreSQL LISTEN/NOTIFY on PostgreSQL, else Redis pub/sub with a Redis broker, else
 # polling), postgres, redis or poll.
 EVALSITE_NOTIFY = os.environ.get("EVALSITE_NOTIFY", "auto")

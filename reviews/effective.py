@@ -2,7 +2,7 @@
 verdict in effect.
 
 The rules that turn these into a result (gating, score = scale × passed, the perspective mix)
-are the engine's own (runs.scoring), applied in reviews/services/refresh.py.
+are the engine's own (judge_engine), applied in reviews/services/refresh.py.
 """
 
 from __future__ import annotations

@@ -19,11 +19,11 @@ from evalsite.errors import Conflict
 from .models import Criterion, Rubric, RubricVersion
 from .services import (
     RubricValidationError,
-    _instructions_errors,
     criteria_from_any,
     criteria_validate,
     judge_view_validate,
 )
+from .settings_rules import instructions_errors
 from .versioning import examples_next, matching_draft, version_create, view_of
 
 
@@ -59,7 +59,7 @@ def draft_create(
     if not parsed:
         raise RubricValidationError({"criteria": "a draft version needs at least one criterion"})
     criteria_validate(parsed)
-    if errors := _instructions_errors(instructions):  # the limit versions have, named
+    if errors := instructions_errors(instructions):  # the limit versions have, named
         raise RubricValidationError(errors)
     with transaction.atomic():
         locked = Rubric.objects.select_for_update().get(pk=rubric.pk)

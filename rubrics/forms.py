@@ -10,8 +10,8 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 
 from evalsite.schemas import FLOAT_MAX, INT_MAX
-from runs.scoring import DIMENSIONS, AlignmentWeights
-from runs.scoring.types import Perspective
+from judge_engine import DIMENSIONS, AlignmentWeights
+from judge_engine.types import Perspective
 
 from .forms_sampling import SamplingForm
 from .models import AlignmentMode, Criterion, JudgeView, Rubric, RubricVersion, Strategy
@@ -38,7 +38,7 @@ class CriterionDraftForm(forms.Form):
 
     key = forms.CharField(required=False, max_length=32, widget=forms.HiddenInput)
     # Over CRITERION_MAX_CHARS is refused on save by the service, with the message every
-    # surface gives (runs.scoring.text.criterion_too_long); this cap only bounds the post.
+    # surface gives (judge_engine.text.criterion_too_long); this cap only bounds the post.
     description = forms.CharField(
         required=False, max_length=100_000, widget=forms.Textarea(attrs={"rows": 2})
     )

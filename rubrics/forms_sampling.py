@@ -1,6 +1,6 @@
 """The sampling part of the rubric settings form: a rate and the four filters as plain lines
 (no JSON to write), turned into the ``sample_filters`` object ``rubric_update`` checks
-(rubrics.sampling; the decision itself is runs.scoring.sampling)."""
+(rubrics.sampling; the decision itself is judge_engine.sampling)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
 
 from evalsite.schemas import FLOAT_MAX
-from runs.scoring.sampling import MAX_FILTER_ITEMS
+from judge_engine.sampling import MAX_FILTER_ITEMS
 
 # Form field -> the filter it writes, and whether its lines are "key=value" pairs.
 FILTER_FIELDS = {

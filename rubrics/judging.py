@@ -23,9 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
 from evalsite.outbound import Purpose, outbound_guarded
-from runs.scoring import JudgeConfig
-from runs.scoring.judge import connection_route_problem, model_provider
-from runs.scoring.pricing import price_for
+from judge_engine import JudgeConfig
+from judge_engine.judge import connection_route_problem, model_provider
+from judge_engine.pricing import price_for
 from teams.crypto import SecretUnreadable, secret_decrypt
 from teams.models import JudgeConnection, Team
 from teams.selectors import judge_connection_get, judge_connections_by_id

@@ -69,7 +69,7 @@ class Rubric(models.Model):
     # The publishing gate ({"min_agreement", "min_kappa", "max_drop"}, each a 0..1 float or
     # null); null: no gate, a saved draft is published at once. Set by reviews.services.gate.
     gate = models.JSONField(null=True, blank=True)
-    # Sampling at ingest (runs.scoring.sampling): the share of runs judged, 0-100 %, and
+    # Sampling at ingest (judge_engine.sampling): the share of runs judged, 0-100 %, and
     # filters a run must match to be judged at all ({"agents", "metadata_equals",
     # "metadata_contains", "context_has"}, validated by rubrics.services).
     sample_rate = models.FloatField(default=100.0)
@@ -101,10 +101,10 @@ class RubricVersion(models.Model):
     number = models.PositiveIntegerField()
     judge_view = models.CharField(max_length=12, choices=JudgeView.choices, default=JudgeView.FINAL)
     # At most this many tokens of the rendered run (counted for the judge model); over it the
-    # rendering elides middle steps with a marker (runs.scoring.render).
+    # rendering elides middle steps with a marker (judge_engine.render).
     run_token_budget = models.PositiveIntegerField(default=DEFAULT_RUN_TOKEN_BUDGET)
     note = models.CharField(max_length=300, blank=True)
-    # Markdown the judge prompt shows in its own block after the fixed rules (runs.scoring).
+    # Markdown the judge prompt shows in its own block after the fixed rules (judge_engine).
     instructions = models.TextField(blank=True)
     # False for a draft (rubrics.drafts): judged only in comparisons, never a rubric's current
     # version until published.

@@ -1,6 +1,6 @@
 """A rubric's sampling settings (rate and filters) as written: validation, errors by field.
 
-The decision they drive is the engine's (runs.scoring.sampling), made at ingest.
+The decision they drive is the engine's (judge_engine.sampling), made at ingest.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from runs.scoring.sampling import MAX_FILTER_TEXT, SampleFilters
+from judge_engine.sampling import MAX_FILTER_TEXT, SampleFilters
 
 SAMPLING_FIELDS = ("sample_rate", "sample_filters")
 

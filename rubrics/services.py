@@ -12,8 +12,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from runs.scoring import Criterion as CriterionSpec
-from runs.scoring.text import (
+from judge_engine import Criterion as CriterionSpec
+from judge_engine.text import (
     coerce_criteria,
     count_criteria,
     criteria_text_too_long,

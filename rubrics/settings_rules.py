@@ -11,7 +11,7 @@ from django.db.models import TextChoices
 from pydantic import ValidationError
 
 from evalsite.errors import FieldErrors
-from runs.scoring import AlignmentWeights
+from judge_engine import AlignmentWeights
 from teams.models import Team
 
 from .judging import JudgeParams, judge_choice_errors
@@ -118,7 +118,7 @@ WEIGHT_RULES: dict[str, Callable[[str, Any], Cleaned]] = {
 
 def view_errors(fields: dict[str, Any]) -> dict[str, str]:
     """The judge view and token budget, when given (None means "keep the current one")."""
-    errors = _instructions_errors(fields.get("instructions"))
+    errors = instructions_errors(fields.get("instructions"))
     view, budget = fields.get("judge_view"), fields.get("run_token_budget")
     if view is not None and view not in JudgeView.values:
         errors["judge_view"] = f"must be one of {', '.join(JudgeView.values)}"
@@ -132,7 +132,7 @@ def view_errors(fields: dict[str, Any]) -> dict[str, str]:
     return errors
 
 
-def _instructions_errors(text: Any) -> dict[str, str]:
+def instructions_errors(text: Any) -> dict[str, str]:
     """Judge instructions, when given: text of at most MAX_INSTRUCTIONS_CHARS characters."""
     if text is None:
         return {}

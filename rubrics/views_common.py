@@ -10,7 +10,7 @@ from django.http import HttpResponse
 from django.shortcuts import redirect
 from django_htmx.http import HttpResponseClientRedirect
 
-from runs.scoring.text import BLANK, count_criteria, criterion_too_long, parse_criteria, parse_lines
+from judge_engine.text import BLANK, count_criteria, criterion_too_long, parse_criteria, parse_lines
 from teams.access import TeamRequest, team_object_or_404
 
 from .models import Rubric

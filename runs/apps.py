@@ -1,7 +1,7 @@
 from django.apps import AppConfig
 from django.conf import settings
 
-from runs.scoring.redact import hide_addresses
+from judge_engine.redact import hide_addresses
 
 
 class RunsConfig(AppConfig):

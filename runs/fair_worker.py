@@ -3,7 +3,7 @@ memory, never left to block a thread.
 
 A Celery thread that receives evaluations of a team runs them at once while the team holds
 fewer than ``threads - reserve`` of the worker's threads, or fewer than its fair share when
-others are busy too (runs.scoring.fairshare). Otherwise the evaluations are *parked*: the
+others are busy too (judge_engine.fairshare). Otherwise the evaluations are *parked*: the
 message is acknowledged and their ids wait here. Whenever a thread finishes a unit of work it
 takes the next parked unit of the team holding fewest threads. So a team whose judge hangs
 holds at most ``threads - reserve`` threads, the reserve keeps fetching messages, and the
@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TypeVar
 
-from runs.scoring.fairshare import FairShare
+from judge_engine.fairshare import FairShare
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -15,9 +15,9 @@ from collections import deque
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
-from runs.scoring import direct
-from runs.scoring.fairshare import FairShare
-from runs.scoring.judge import limit_calls_in_flight
+from judge_engine import direct
+from judge_engine.fairshare import FairShare
+from judge_engine.judge import limit_calls_in_flight
 
 T = TypeVar("T")
 
@@ -52,7 +52,7 @@ _claims: _ClaimGate | None = None
 
 class _ClaimGate:
     """Claimed-but-unwritten evaluations of this process, shared fairly between teams
-    (runs.scoring.fairshare): up to ``limit`` for anyone, up to ``2 × limit`` while a team
+    (judge_engine.fairshare): up to ``limit`` for anyone, up to ``2 × limit`` while a team
     under its share claims. Waiting threads are served least-holding team first."""
 
     def __init__(self, limit: int) -> None:
@@ -95,7 +95,7 @@ class _ClaimGate:
 def limit_calls(limit: int | None) -> None:
     """Keep at most ``limit`` judge calls of this process in flight (None: no limit), and at
     most twice that many evaluations claimed and not yet written; both shared fairly between
-    teams, with a bounded overdraft for a team under its share (runs.scoring.fairshare).
+    teams, with a bounded overdraft for a team under its share (judge_engine.fairshare).
 
     A worker sets it to its concurrency: a broker message may carry several evaluations,
     so threads alone no longer bound the calls in flight. The claim bound keeps a claimed

@@ -25,7 +25,7 @@ AlignmentChoice = Literal["off", "user", "system", "both"]
 
 
 class Message(BaseModel):
-    """A message or item of any accepted format (runs.scoring.trajectory): a chat message with
+    """A message or item of any accepted format (judge_engine.trajectory): a chat message with
     a ``role`` (OpenAI Chat Completions, Anthropic, AI SDK / Mastra), or an OpenAI Responses
     API item with a ``type`` and no role (``function_call``, ``function_call_output``, ...).
     Fields beyond these (``tool_calls``, ``tool_call_id``, ``parts``, ...) are kept as sent."""

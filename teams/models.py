@@ -15,7 +15,7 @@ class Team(models.Model):
     # many tokens ask for confirmation instead.
     confirm_tokens_above = models.PositiveBigIntegerField(default=200_000)
     # Judge prices that override litellm's table, USD per million tokens, by litellm model
-    # string: {"openai/my-judge": {"input": 0.15, "output": 0.6}} (runs.scoring.pricing).
+    # string: {"openai/my-judge": {"input": 0.15, "output": 0.6}} (judge_engine.pricing).
     judge_prices = models.JSONField(default=dict, blank=True)
     # Signs batch webhooks (HMAC-SHA256). Encrypted at rest (teams.crypto); an owner sees it
     # once, when it is made (teams.services.team_webhook_secret_rotate).

@@ -1,7 +1,7 @@
 """A team's judge prices and re-score confirmation thresholds, as written: validation.
 
 Prices are USD per million tokens, input and output, per litellm model string; they override
-litellm's price table wherever a cost is computed (runs.scoring.pricing.tokens_cost).
+litellm's price table wherever a cost is computed (judge_engine.pricing.tokens_cost).
 """
 
 from __future__ import annotations

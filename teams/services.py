@@ -18,7 +18,7 @@ from pydantic_core import PydanticCustomError
 
 from evalsite.errors import Conflict, FieldErrors
 from evalsite.outbound import Purpose, outbound_refusal
-from runs.scoring.judge import BODY_PARAMS, connection_route_problem
+from judge_engine.judge import BODY_PARAMS, connection_route_problem
 
 from .crypto import SecretUnreadable, secret_decrypt, secret_encrypt, secret_reencrypt
 from .models import ApiKey, JudgeConnection, Membership, Role, Team

@@ -243,8 +243,8 @@ def _close_score_connections() -> Iterator[None]:
     """Inline judging threads and idle LISTEN connections keep connections to the test
     database between calls: close them after each test, so none outlives the database."""
     yield
+    from evalsite.notify import notify_close
     from runs.services.inline import inline_close
-    from runs.services.notify import notify_close
 
     inline_close()
     notify_close()

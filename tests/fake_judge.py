@@ -12,7 +12,7 @@ How it reads a request
   (the schema name containing ``system`` selects the system perspective).
   Without a schema (``json_object`` mode) the system message text decides.
 * The prompt is the FIRST user message (a repair re-ask appends messages, the
-  prompt stays first). Its blocks are the ones runs.scoring.prompts writes:
+  prompt stays first). Its blocks are the ones judge_engine.prompts writes:
   the system message names the request's boundary (``Boundary of this request:
   <hex>``), and only tags carrying it count: ``<task-B>``,
   ``<system_prompt-B>``, ``<output-B>`` (each closed by the first

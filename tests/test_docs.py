@@ -46,7 +46,7 @@ def test_the_readme_layout_shows_every_app():
     layout = layout_section(README)
 
     assert {"teams", "rubrics", "runs", "reviews"} <= set(apps)
-    for folder in [*apps, "evalsite", "runs/scoring", "templates", "static", "tests", "bench"]:
+    for folder in [*apps, "evalsite", "judge_engine", "templates", "static", "tests", "bench"]:
         assert re.search(rf"^{re.escape(folder)}/ ", layout, re.M), folder
 
 

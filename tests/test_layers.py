@@ -1,9 +1,10 @@
-"""The apps' layers hold: teams <- rubrics <- runs <- reviews, and the engine stands alone.
+"""The apps' layers hold: teams <- rubrics <- runs <- reviews, the core package (evalsite) sits
+below every app, and the engine (judge_engine) stands alone below everything.
 
 Models, services, selectors and the other modules that hold rules import only from apps to their
-left (and from the engine, runs/scoring); views, API routers, admin, forms, tasks, management
+left (and from the engine, judge_engine); views, API routers, admin, forms, tasks, management
 commands and app configs ("entry points") may import anything, and nothing below them imports
-them. runs/scoring imports nothing from Django or the apps. Imports inside functions count: a
+them. judge_engine imports nothing from Django or the apps. Imports inside functions count: a
 wrong-way import hidden in a function is how the old circle of twelve modules survived.
 
 And every module imports on its own: the first import of any of them in a fresh process (after
@@ -20,7 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = ("teams", "rubrics", "runs", "reviews")
-ENGINE = "runs.scoring"
+ENGINE = "judge_engine"
 # Modules (or packages) of an app that sit on top of every app.
 ENTRY_POINTS = {
     "admin",
@@ -36,7 +37,17 @@ ENTRY_POINTS = {
     "urls",
     "views",
 }
-PROJECT_ENTRY_POINTS = {"evalsite.api", "evalsite.urls", "evalsite.wsgi", "evalsite.asgi"}
+PROJECT_ENTRY_POINTS = {
+    "evalsite.api",
+    "evalsite.urls",
+    "evalsite.celery",
+    "evalsite.wsgi",
+    "evalsite.asgi",
+    "evalsite.settings",
+    "evalsite.settings_test",
+    "evalsite.settings_typecheck",
+}
+CORE = "evalsite"
 
 
 def is_entry_point(module: str) -> bool:
@@ -81,9 +92,13 @@ def _problem(app: str, target: str) -> str | None:
     top = target.split(".")[0]
     if _in_engine(target):
         return None  # every layer may use the engine
+    if app == CORE:
+        if top in LAYERS:
+            return "the core package (evalsite) imports no app outside its entry points"
+        return None
     if app == ENGINE:
         if top in (*LAYERS, "django", "evalsite"):
-            return "runs/scoring imports nothing from Django or the apps"
+            return "judge_engine imports nothing from Django or the apps"
         return None
     if top in LAYERS and LAYERS.index(top) > LAYERS.index(app):
         return f"{app} sits below {top}"
@@ -96,7 +111,7 @@ def layer_violations(module: str, source: str, *, is_package: bool = False) -> l
     """The wrong-way imports of ``module`` (its dotted name) whose code is ``source``: one
     message per offending import statement."""
     app = ENGINE if _in_engine(module) else module.split(".")[0]
-    if app not in (*LAYERS, ENGINE) or is_entry_point(module):
+    if app not in (*LAYERS, ENGINE, CORE) or is_entry_point(module):
         return []
     problems = []
     for line, targets in _imports(module, source, is_package=is_package):
@@ -109,7 +124,7 @@ def layer_violations(module: str, source: str, *, is_package: bool = False) -> l
 
 def _modules() -> list[tuple[str, Path]]:
     out = []
-    for top in (*LAYERS, "evalsite"):
+    for top in (*LAYERS, CORE, ENGINE):
         for path in sorted((ROOT / top).rglob("*.py")):
             relative = path.relative_to(ROOT).with_suffix("")
             if "migrations" in relative.parts:
@@ -142,7 +157,7 @@ def test_the_checker_sees_every_module_of_the_four_apps_and_the_engine():
         "rubrics.services",
         "runs.services.evaluations",
         "runs.selectors.rubric_stats",
-        "runs.scoring.judge",
+        "judge_engine.judge",
         "reviews.services.refresh",
         "reviews.selectors.queue",
     } <= modules
@@ -167,9 +182,11 @@ def test_every_kind_of_wrong_way_import_is_reported():
         ("runs.selectors.runs", "from ..views import TeamRequest"): "entry points",
         ("runs.services.score", "from runs import api_rescore"): "entry points",
         ("reviews.services.labels", "from .. import api"): "entry points",
-        ("runs.scoring.judge", "from django.conf import settings"): "runs/scoring",
-        ("runs.scoring", "from teams.models import Team"): "runs/scoring",
-        ("runs.scoring.rubric", "from ..models import Evaluation"): "runs/scoring",
+        ("judge_engine.judge", "from django.conf import settings"): "judge_engine",
+        ("judge_engine", "from teams.models import Team"): "judge_engine",
+        ("judge_engine.rubric", "from runs.models import Evaluation"): "judge_engine",
+        ("evalsite.login", "from teams.api import Caller"): "core package",
+        ("evalsite.notify", "from runs.selectors import evaluations_pending"): "core package",
     }
     for (module, source), says in cases.items():
         problems = layer_violations(module, source)
@@ -179,13 +196,16 @@ def test_every_kind_of_wrong_way_import_is_reported():
 def test_imports_to_the_left_to_the_engine_and_from_entry_points_are_allowed():
     allowed = {
         "runs.services.try_it": "from rubrics.services import criteria_validate\n"
-        "from teams.models import Team\nfrom runs.scoring import RubricScorer\n"
+        "from teams.models import Team\nfrom judge_engine import RubricScorer\n"
         "from ..models import Evaluation\nfrom .evaluations import evaluation_build",
         "reviews.services.labels": "from runs.services.results import run_refresh",
-        "runs.scoring.rubric": "import litellm\nfrom .judge import complete_json",
+        "judge_engine.rubric": "import litellm\nfrom .judge import complete_json",
         "rubrics.views_editor": "from runs.selectors import rubric_stats",
         "runs.tasks": "from .services import evaluations_sweep",
         "reviews.apps": "from runs.hooks import result_adjuster_register",
+        "evalsite.celery": "from runs.worker_watch import ConsumerWatch",
+        "evalsite.outbound": "from judge_engine.netguard import url_refusal",
+        "runs.services.score": "from evalsite.notify import wait_for_ends",
     }
     for module, source in allowed.items():
         assert layer_violations(module, source) == [], module

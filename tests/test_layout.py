@@ -5,11 +5,13 @@ per concern, re-exported from the old name), not let run on."""
 
 from __future__ import annotations
 
+import re
+import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MAX_LINES = 400
-PACKAGES = ("evalsite", "teams", "rubrics", "runs", "reviews")
+PACKAGES = ("evalsite", "judge_engine", "teams", "rubrics", "runs", "reviews")
 EXCEPTED = {Path("evalsite/settings.py")}
 
 
@@ -64,3 +66,36 @@ def test_a_module_grown_past_400_lines_is_reported(tmp_path):
 
     assert modules == [Path("runs/grown.py"), Path("runs/small.py")]
     assert too_long(tmp_path, modules) == {"runs/grown.py": MAX_LINES + 1}
+
+
+# --- The README's layout section is the tree's ---------------------------------------------------
+
+
+def layout_section(readme: str) -> tuple[list[str], list[str]]:
+    """The folders the README's "Project layout" block lists (first column) and the file paths
+    its text names in backticks."""
+    section = readme.split("## Project layout", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```", 2)[1]
+    listed = [line.split()[0] for line in block.splitlines() if line and not line[0].isspace()]
+    named = re.findall(r"`([\w./]+/[\w./]+\.py)`", section)
+    return listed, named
+
+
+def test_the_readme_layout_names_every_top_level_folder_and_only_paths_that_exist():
+    listed, named = layout_section((ROOT / "README.md").read_text())
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    folders = {path.split("/")[0] + "/" for path in tracked if "/" in path}
+    folders = {f for f in folders if not f.startswith(".")}
+
+    assert "judge_engine/" in listed and "runs/hooks.py" in named
+    assert [p for p in listed + named if not (ROOT / p).exists()] == []
+    assert folders - {p for p in listed if p.count("/") == 1} == set()
+
+
+def test_a_layout_naming_a_missing_path_or_leaving_out_a_folder_is_caught():
+    readme = "## Project layout\n\n```\nruns/   x\nnowhere/   y\n```\n\n`runs/gone.py` z\n"
+    listed, named = layout_section(readme)
+    assert listed == ["runs/", "nowhere/"] and named == ["runs/gone.py"]
+    assert [p for p in listed + named if not (ROOT / p).exists()] == ["nowhere/", "runs/gone.py"]

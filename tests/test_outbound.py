@@ -1,4 +1,4 @@
-"""The one outbound-address guard (evalsite/outbound.py, rules in runs/scoring/netguard.py):
+"""The one outbound-address guard (evalsite/outbound.py, rules in judge_engine/netguard.py):
 every URL a team chooses for the server to call is refused, naming its field, when it reaches a
 non-public address however the host is written, and is checked again when it is called, with
 the connection going only to an address that was checked.

@@ -7,8 +7,8 @@ from typing import Any
 
 from django.db.models import QuerySet
 
+from judge_engine import DIMENSIONS
 from runs.models import AgentRun, AlignmentBreakdown, CriterionVerdict, Evaluation, Kind
-from runs.scoring import DIMENSIONS
 
 from ..effective import EffectiveVerdict, majority, text_hash
 from ..models import (

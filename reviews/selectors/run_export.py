@@ -37,7 +37,7 @@ def run_export_rows(
 ) -> Iterator[dict[str, Any]]:
     """One dict per run (keys RUN_EXPORT_FIELDS, ``verdicts`` a list of dicts), newest first.
     ``status``, ``passed``, ``score``, ``alignment_score`` and ``adjusted`` are the run's
-    result as every surface shows it (AgentRun.result: runs.scoring.rules.run_result);
+    result as every surface shows it (AgentRun.result: judge_engine.rules.run_result);
     each verdict carries the judge's and the reviewers' answer and the one in effect."""
     runs = runs_matching(team=team, filters=filters)
     after: Q | None = None

@@ -27,7 +27,7 @@ from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 
 from evalsite.outbound import OutboundRefused, Purpose, outbound_post
-from runs.scoring.redact import new_ref, tenant_error
+from judge_engine.redact import new_ref, tenant_error
 from runs.services.rescore_webhook import WebhookFailed, webhook_signature
 from teams.services import team_webhook_secret
 

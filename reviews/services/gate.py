@@ -23,6 +23,7 @@ from typing import Any
 from django.db.models import Q
 
 from evalsite.errors import AppError, Conflict
+from judge_engine import display_round
 from rubrics.drafts import NotADraft, draft_publish
 from rubrics.models import Rubric, RubricVersion
 from runs.models import (
@@ -33,7 +34,6 @@ from runs.models import (
     GateState,
     Status,
 )
-from runs.scoring import display_round
 from teams.models import Team
 
 from ..models import VerdictLabel

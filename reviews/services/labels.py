@@ -15,8 +15,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from judge_engine import DIMENSIONS
 from runs.models import AgentRun, AlignmentBreakdown, CriterionVerdict, Evaluation
-from runs.scoring import DIMENSIONS
 from runs.services.run_state import run_refresh
 
 from ..effective import text_hash

@@ -18,8 +18,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from evalsite import rawsql
-from runs.models import AgentRun, AlignmentBreakdown, CriterionVerdict, Evaluation, Kind
-from runs.scoring import (
+from judge_engine import (
     DIMENSIONS,
     alignment_combine,
     alignment_final,
@@ -27,6 +26,7 @@ from runs.scoring import (
     rubric_passed,
     rubric_score,
 )
+from runs.models import AgentRun, AlignmentBreakdown, CriterionVerdict, Evaluation, Kind
 
 from ..effective import EffectiveVerdict, text_hash, tied
 from ..models import AlignmentLabel, ReviewerLabel, RunReview, VerdictLabel

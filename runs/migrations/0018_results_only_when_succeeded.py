@@ -1,5 +1,5 @@
 """A run's stored result (passed, score, alignment_score) holds only for a succeeded run (the one
-rule, runs.scoring.rules.run_result): clear it on runs stored before in any other state (a
+rule, judge_engine.rules.run_result): clear it on runs stored before in any other state (a
 failed alignment evaluation beside a passed rubric one, a re-score under way, over budget), so
 pass rates and rollups stop counting them. Run ``manage.py rollups_rebuild`` once afterwards."""
 

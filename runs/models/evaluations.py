@@ -6,8 +6,8 @@ import uuid
 from django.db import models
 from django.db.models import Q
 
+from judge_engine.rules import display_round
 from rubrics.models import Criterion, Rubric, RubricVersion
-from runs.scoring.rules import display_round
 from teams.models import Team
 
 from .batches import RescoreBatch

@@ -6,9 +6,9 @@ from typing import Any
 from django.db import models
 from django.db.models import Q
 
+from judge_engine.rules import RunResult, run_result
+from judge_engine.trajectory import Step, normalise
 from rubrics.models import AlignmentMode, Rubric, RubricVersion
-from runs.scoring.rules import RunResult, run_result
-from runs.scoring.trajectory import Step, normalise
 from teams.models import Team
 
 from .status import Status
@@ -29,7 +29,7 @@ class AgentRun(models.Model):
     system_text = models.TextField(blank=True)
     output_text = models.TextField(blank=True)
     # The run's messages (input then output) normalised into ordered steps, once at ingest
-    # (runs.scoring.trajectory): messages, tool calls, tool results, unknown parts kept whole.
+    # (judge_engine.trajectory): messages, tool calls, tool results, unknown parts kept whole.
     steps = models.JSONField(default=list, blank=True)
     # How many steps carry a flag (malformed tool call, result matching no call).
     flagged_steps = models.PositiveIntegerField(default=0)
@@ -104,7 +104,7 @@ class AgentRun(models.Model):
 
     @property
     def result(self) -> RunResult:
-        """The run's result as every surface shows it (runs.scoring.rules.run_result): empty
+        """The run's result as every surface shows it (judge_engine.rules.run_result): empty
         unless its status is succeeded, whatever the stored columns still hold."""
         return run_result(
             status=self.status,

@@ -1,5 +1,5 @@
 """GenAI semantic-convention messages into OpenAI Chat Completions messages, the shape
-runs.scoring.trajectory reads: assistant ``tool_calls``, role ``tool`` with ``tool_call_id``.
+judge_engine.trajectory reads: assistant ``tool_calls``, role ``tool`` with ``tool_call_id``.
 
 Sources: the ``gen_ai.input.messages`` / ``gen_ai.output.messages`` attributes (JSON text of
 ``[{"role", "parts": [{"type": "text", "content"}, {"type": "tool_call", "id", "name",

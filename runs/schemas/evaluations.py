@@ -11,8 +11,9 @@ from uuid import UUID
 
 from ninja import Field, Schema
 
+from judge_engine.rules import display_round
+
 from ..models import Evaluation, Kind, StatusChoice
-from ..scoring.rules import display_round
 
 JudgeViewChoice = Literal["final", "conversation", "trajectory"]
 

@@ -9,8 +9,9 @@ from uuid import UUID
 
 from ninja import Field, Schema
 
+from judge_engine.trajectory import tool_names
+
 from ..models import AgentRun, Evaluation, StatusChoice
-from ..scoring.trajectory import tool_names
 from .evaluations import EvaluationOut, evaluation_out
 
 AlignmentChoice = Literal["off", "user", "system", "both"]
@@ -86,7 +87,7 @@ class RunPageOut(Schema):
 
 
 def _summary(run: AgentRun) -> dict[str, Any]:
-    result = run.result  # the one rule: runs.scoring.rules.run_result
+    result = run.result  # the one rule: judge_engine.rules.run_result
     return {
         "id": run.id,
         "external_id": run.external_id,

@@ -96,7 +96,7 @@ class ScoreOut(Schema):
 
 def score_out(run: AgentRun, scored: Scored, *, stored: bool = False) -> dict[str, Any]:
     """The result an agent loop reads. ``run``: the run as it is now (read after the wait):
-    its result (runs.scoring.rules.run_result, the one every surface shows) gives status,
+    its result (judge_engine.rules.run_result, the one every surface shows) gives status,
     passed and score (an alignment-only run's score is its alignment score). The evaluations
     add the rubric's reason, verdicts and version, the alignment breakdown and the first
     error. ``stored``: the answer is a run scored by an earlier call (Submitted.stored)."""

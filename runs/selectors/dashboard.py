@@ -10,8 +10,8 @@ from django.db.models import Count, F, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from judge_engine.rules import BANDS as BAND_FLOORS
 from rubrics.models import Rubric
-from runs.scoring.rules import BANDS as BAND_FLOORS
 from teams.models import ApiKey, Team
 
 from ..models import (

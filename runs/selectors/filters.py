@@ -11,7 +11,7 @@ from django.db.models import Q, QuerySet
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from evalsite.errors import FieldErrors
-from runs.scoring.rules import WHOLE_STATUS
+from judge_engine.rules import WHOLE_STATUS
 from teams.models import Team
 
 from ..models import (
@@ -122,7 +122,7 @@ class RunFilters(BaseModel):
 
 
 def result_passed_q(passed: bool) -> Q:
-    """Runs whose result (runs.scoring.rules.run_result) has this ``passed``, in SQL: only a
+    """Runs whose result (judge_engine.rules.run_result) has this ``passed``, in SQL: only a
     succeeded run has one, whatever its stored column still holds."""
     return Q(status=WHOLE_STATUS, passed=passed)
 

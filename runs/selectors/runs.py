@@ -79,7 +79,7 @@ def runs_list(
     not produce raises evalsite.pagination.InvalidCursor. ``limit`` is clamped to
     1..EVALSITE_PAGE_SIZE_MAX (default 50).
 
-    Rows answer their result through ``AgentRun.result`` (runs.scoring.rules.run_result); the
+    Rows answer their result through ``AgentRun.result`` (judge_engine.rules.run_result); the
     ``passed`` filter follows the same rule (runs.selectors.filters).
     """
     size = page_size(limit)

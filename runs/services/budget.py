@@ -33,6 +33,7 @@ from django.utils import timezone
 
 from evalsite import rawsql
 from evalsite.errors import FieldErrors
+from evalsite.notify import evaluations_ended
 from teams.models import Team
 
 from ..models import AgentRun, Evaluation, Status
@@ -50,8 +51,7 @@ from .budget_slices import (
 from .budget_sql import evaluations_usage, hold_release
 from .budget_wait import reached_limits
 from .estimates import ANSWER_TOKENS_OVERHEAD, CHARS_PER_TOKEN
-from .evaluations import _publish
-from .notify import evaluations_ended
+from .evaluations import evaluations_publish
 from .run_state import runs_refresh
 
 logger = logging.getLogger(__name__)
@@ -237,7 +237,7 @@ def _requeue(waiting: Any) -> int:
         )
         runs_refresh({r["run_id"]: r["run__rubric_id"] for r in rows})
     if moved:
-        _publish([str(i) for i in ids])  # a failed send is resent by the sweeper
+        evaluations_publish([str(i) for i in ids])  # a failed send is resent by the sweeper
     return moved
 
 

@@ -25,8 +25,8 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from evalsite.errors import Conflict, FieldErrors
+from judge_engine import JudgeConfig
 from rubrics.models import Rubric, RubricVersion
-from runs.scoring import JudgeConfig
 from teams.models import Team
 
 from ..models import AgentRun, Comparison, ComparisonPurpose, Evaluation, Kind, RescoreBatch

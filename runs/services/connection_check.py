@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from judge_engine import JudgeError, RubricScorer, ScoringInputError
+from judge_engine.redact import tenant_error
 from rubrics.judging import judge_for
 from runs.judge_runtime import run_judged
-from runs.scoring import JudgeError, RubricScorer, ScoringInputError
-from runs.scoring.redact import tenant_error
 from teams.models import JudgeConnection
 
 from ..models import Evaluation

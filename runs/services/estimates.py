@@ -1,7 +1,7 @@
 """How big a judge call will be, before it is made: for re-score estimates and the rate limiter.
 
 Prompt tokens are the characters of the exact messages the engine will send
-(runs.scoring.prompts builds them) divided by 4, the usual rule of thumb for English text with
+(judge_engine.prompts builds them) divided by 4, the usual rule of thumb for English text with
 OpenAI-style tokenizers; the JSON schema sent in ``response_format`` is not counted (providers
 count it differently). Completion tokens are an allowance: ANSWER_TOKENS_PER_VERDICT for each
 criterion asked plus ANSWER_TOKENS_OVERHEAD. Both are approximations, documented as such
@@ -14,11 +14,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from runs.scoring import Criterion as CriterionSpec
-from runs.scoring import JudgeConfig, PriorVerdict, ScoringInputError, verdict_key
-from runs.scoring.alignment import perspectives_for
-from runs.scoring.prompts import alignment_messages, rubric_messages
-from runs.scoring.types import AlignmentMode
+from judge_engine import Criterion as CriterionSpec
+from judge_engine import JudgeConfig, PriorVerdict, ScoringInputError, verdict_key
+from judge_engine.alignment import perspectives_for
+from judge_engine.prompts import alignment_messages, rubric_messages
+from judge_engine.types import AlignmentMode
 
 from ..models import Evaluation, Kind
 
@@ -75,7 +75,7 @@ def rubric_plan(
 
 
 def alignment_plan(evaluation: Evaluation) -> CallPlan:
-    """One call per perspective judged (the scorer's own rule: runs.scoring.alignment); none
+    """One call per perspective judged (the scorer's own rule: judge_engine.alignment); none
     when a missing prompt makes the evaluation fail before any call."""
     run = evaluation.run
     mode = cast(AlignmentMode, evaluation.alignment_mode or "both")

@@ -90,7 +90,7 @@ def evaluations_enqueue(ids: Iterable[UUID | str], *, bulk: bool | None = None) 
     id_list = [str(i) for i in ids]
     lane_bulk = len(id_list) > LIVE_MAX if bulk is None else bulk
     if id_list:
-        transaction.on_commit(lambda: _publish(id_list, bulk=lane_bulk))
+        transaction.on_commit(lambda: evaluations_publish(id_list, bulk=lane_bulk))
 
 
 def lane(*, bulk: bool) -> str:
@@ -98,7 +98,9 @@ def lane(*, bulk: bool) -> str:
     return f"{default}.bulk" if bulk else default
 
 
-def _publish(ids: list[str], countdown: float | None = None, *, bulk: bool = True) -> int:
+def evaluations_publish(
+    ids: list[str], countdown: float | None = None, *, bulk: bool = True
+) -> int:
     """Send the evaluations, EVALSITE_TASK_BATCH to a message (a worker judges one message's
     evaluations concurrently), on the bulk lane unless ``bulk`` is False; the number sent."""
     size = max(1, settings.EVALSITE_TASK_BATCH)
@@ -125,4 +127,4 @@ def _publish(ids: list[str], countdown: float | None = None, *, bulk: bool = Tru
 
 def evaluation_publish_later(evaluation_id: str, countdown: float) -> None:
     """A retry or deferral: the bulk lane (it is not a new run)."""
-    _publish([evaluation_id], countdown=countdown)
+    evaluations_publish([evaluation_id], countdown=countdown)

@@ -19,19 +19,19 @@ from django.db import close_old_connections, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from runs.judge_runtime import claim_room, run_judged
-from runs.scoring import (
+from evalsite.ratelimit import judge_admit, limit_for
+from judge_engine import (
     JudgeError,
     PermanentJudgeError,
     ScoringInputError,
     TransientJudgeError,
 )
-from runs.scoring.fairshare import TENANT
-from runs.scoring.redact import internal_error, new_ref, tenant_error
-from runs.scoring.types import Usage
+from judge_engine.fairshare import TENANT
+from judge_engine.redact import internal_error, new_ref, tenant_error
+from judge_engine.types import Usage
+from runs.judge_runtime import claim_room, run_judged
 
 from ..models import AgentRun, Evaluation, Kind, Status
-from ..ratelimit import judge_admit, limit_for
 from .budget import budget_admit, budget_settle
 from .estimates import evaluation_plan
 from .evaluations import evaluation_publish_later, evaluations_enqueue
@@ -308,7 +308,7 @@ def _crashed(claim: Claim, exc: BaseException) -> Outcome:
 
 
 def _rate_wait(claim: Claim) -> float:
-    """Wait for the judge model's shared rate limit (runs.ratelimit); the seconds still to
+    """Wait for the judge model's shared rate limit (evalsite.ratelimit); the seconds still to
     wait when that is longer than EVALSITE_RATE_MAX_WAIT. A limiter that is down lets the
     call through: the judge's own 429s are still handled as transient errors."""
     evaluation, _, plan = claim

@@ -14,11 +14,11 @@ from django.utils import timezone
 
 from evalsite import rawsql
 from evalsite.errors import Conflict, FieldErrors, TooLarge
+from judge_engine.text import CriteriaSourceError, resolve_criteria
+from judge_engine.trajectory import final_texts, flagged, normalise
 from rubrics.models import AlignmentMode, Rubric
 from rubrics.selectors import rubric_get
 from rubrics.services import CriterionInput, RubricValidationError, criteria_validate
-from runs.scoring.text import CriteriaSourceError, resolve_criteria
-from runs.scoring.trajectory import final_texts, flagged, normalise
 from teams.models import Team
 
 from ..models import AgentRun, Evaluation, Kind, RunTool, Status

@@ -5,8 +5,8 @@ from __future__ import annotations
 from functools import partial
 from typing import cast
 
-from runs.scoring.llm import count_tokens
-from runs.scoring.render import DEFAULT_TOKEN_BUDGET, RunView, View, render
+from judge_engine.llm import count_tokens
+from judge_engine.render import DEFAULT_TOKEN_BUDGET, RunView, View, render
 
 from ..models import AgentRun
 

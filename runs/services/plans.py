@@ -12,9 +12,7 @@ from typing import Any, Literal, cast
 from django.conf import settings
 
 from evalsite import rawsql
-from rubrics.judging import judge_for
-from rubrics.selectors import version_criteria, version_examples
-from runs.scoring import (
+from judge_engine import (
     AlignmentScorer,
     AlignmentWeights,
     Example,
@@ -22,8 +20,10 @@ from runs.scoring import (
     PriorVerdict,
     RubricScorer,
 )
-from runs.scoring import Criterion as CriterionSpec
-from runs.scoring.render import RunView
+from judge_engine import Criterion as CriterionSpec
+from judge_engine.render import RunView
+from rubrics.judging import judge_for
+from rubrics.selectors import version_criteria, version_examples
 from teams.selectors import judge_connections_by_id
 
 from ..models import AgentRun, CriterionVerdict, Evaluation, Kind, Status
@@ -132,7 +132,7 @@ def rubric_scorer(
 
 def _reusable(items: list[tuple[Evaluation, Plan]]) -> dict[Any, dict[str, PriorVerdict]]:
     """Stored verdicts each rubric evaluation may reuse (same judge, prompt version, criterion
-    and texts: runs.scoring.verdict_key), by evaluation id; one query for all of them."""
+    and texts: judge_engine.verdict_key), by evaluation id; one query for all of them."""
     keys_of: dict[Any, tuple[Any, list[str]]] = {}
     for evaluation, plan in items:
         if evaluation.kind != Kind.RUBRIC or evaluation.force or not plan.criteria:

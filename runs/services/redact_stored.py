@@ -1,6 +1,6 @@
 """Error texts stored before the storing side cleaned them: the same cleaning, once, in place.
 
-Everything written since goes through runs.scoring.redact.tenant_error when it is stored; rows
+Everything written since goes through judge_engine.redact.tenant_error when it is stored; rows
 written earlier may still hold a traceback, a server path or a long text. `manage.py
 redact_errors` runs this; it is idempotent (a clean text is left as it is).
 """
@@ -12,7 +12,7 @@ from typing import Any
 
 from django.db import transaction
 
-from runs.scoring.redact import tenant_error
+from judge_engine.redact import tenant_error
 
 from ..models import Evaluation, RescoreBatch
 

@@ -40,8 +40,8 @@ from django.db import IntegrityError, OperationalError, transaction
 
 from evalsite.errors import Conflict, TooManyRequests
 from evalsite.outbound import Purpose, outbound_field_errors
+from judge_engine import JudgeConfig
 from rubrics.models import Rubric, RubricVersion
-from runs.scoring import JudgeConfig
 from teams.models import Team
 
 from ..models import AgentRun, Evaluation, Kind, RescoreBatch, Status

@@ -18,10 +18,11 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from evalsite.notify import evaluations_ended
+
 from ..hooks import batch_ended_hooks
 from ..models import PENDING_STATUSES, AgentRun, BatchStatus, Evaluation, RescoreBatch, Status
 from .evaluations import evaluations_enqueue
-from .notify import evaluations_ended
 from .rescore_scope import chunks
 from .rollups_evaluations import rollup_evaluations_ended
 from .run_state import run_refresh

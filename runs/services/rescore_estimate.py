@@ -10,11 +10,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from judge_engine import Criterion as CriterionSpec
+from judge_engine import JudgeConfig, verdict_key
+from judge_engine.pricing import tokens_cost
 from rubrics.judging import judge_config_for, judge_for
 from rubrics.models import Rubric, RubricVersion
-from runs.scoring import Criterion as CriterionSpec
-from runs.scoring import JudgeConfig, verdict_key
-from runs.scoring.pricing import tokens_cost
 from teams.models import Team
 
 from ..models import AgentRun, CriterionVerdict, Evaluation, Status

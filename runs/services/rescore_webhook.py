@@ -32,7 +32,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from evalsite.outbound import OutboundRefused, Purpose, outbound_post
-from runs.scoring.redact import new_ref, tenant_error
+from judge_engine.redact import new_ref, tenant_error
 from teams.services import team_webhook_secret
 
 from ..models import RescoreBatch

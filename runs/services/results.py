@@ -10,8 +10,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from evalsite import rawsql
-from runs.scoring import JudgeCall, Usage
-from runs.scoring.redact import tenant_error
+from evalsite.notify import evaluations_ended
+from judge_engine import JudgeCall, Usage
+from judge_engine.redact import tenant_error
 
 from ..models import (
     AgentRun,
@@ -22,7 +23,6 @@ from ..models import (
     Status,
 )
 from .groupcommit import GroupCommit
-from .notify import evaluations_ended
 from .rescore_dispatch import batch_evaluation_finished
 from .result_rows import alignment_rows, verdict_rows
 from .rollups import rollup_verdicts_changed, verdict_rollup_rows

@@ -7,7 +7,7 @@ from typing import Any
 from django.db import connections, router, transaction
 
 from evalsite import rawsql
-from runs.scoring.rules import RESULT_FIELDS, result_whole
+from judge_engine.rules import RESULT_FIELDS, result_whole
 
 from ..hooks import result_adjusters
 from ..models import AgentRun, Evaluation, Kind, Status
@@ -65,7 +65,7 @@ def runs_refresh(
         for run_id, adjusted in adjust(picked).items():
             fields[run_id].update(adjusted)
     for values in fields.values():
-        # Stored as every surface shows it (the rule: runs.scoring.rules.run_result), so counts,
+        # Stored as every surface shows it (the rule: judge_engine.rules.run_result), so counts,
         # pass rates and alerts read no result from a run that is not succeeded.
         if not result_whole(values["status"]):
             values.update(dict.fromkeys(RESULT_FIELDS))

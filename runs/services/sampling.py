@@ -2,19 +2,19 @@
 judged now (sampling), and what a run with nothing to judge becomes.
 
 Reads only the rubric row ingest has already loaded and the run being built: no query. The
-sampling rules themselves are the engine's (runs.scoring.sampling).
+sampling rules themselves are the engine's (judge_engine.sampling).
 """
 
 from __future__ import annotations
 
-from rubrics.models import Rubric
-from runs.scoring.sampling import (
+from judge_engine.sampling import (
     FULL_RATE,
     SampleDecision,
     SampleFilters,
     sample_bucket,
     sample_decide,
 )
+from rubrics.models import Rubric
 
 from ..models import AgentRun
 from ..payloads import RunPayload

@@ -1,5 +1,5 @@
 """Synchronous scoring (POST /api/score): store the run like any other, then wait for its
-evaluations to end: told by the notification channel (runs/services/notify.py), or judged right
+evaluations to end: told by the notification channel (evalsite/notify.py), or judged right
 here in the web process (inline) through the worker's own claim, judge and write path."""
 
 from __future__ import annotations
@@ -17,19 +17,19 @@ from django.conf import settings
 from django.db import transaction
 
 from evalsite.errors import Conflict, TooManyRequests
+from evalsite.notify import wait_for_ends
+from evalsite.ratelimit import backend
 from rubrics.services import criteria_from_any, criteria_validate
 from teams.models import Team
 
 from ..liveness import worker_missing_for
 from ..models import PENDING_STATUSES, AgentRun, Evaluation, Kind, Status
 from ..payloads import RunPayload
-from ..ratelimit import backend
-from ..selectors import Scored, evaluations_for_run
+from ..selectors import Scored, evaluations_for_run, evaluations_pending
 from .evaluations import evaluation_build, evaluations_enqueue
 from .execute import Outcome
 from .ingest import NothingToScore, RunValidationError, run_store, version_evaluation
 from .inline import InlineSlot, inline_finished, inline_reserve, score_inline
-from .notify import wait_for_evaluations
 
 logger = logging.getLogger(__name__)
 
@@ -234,6 +234,12 @@ class Awaited(NamedTuple):
 
     finished: bool
     scored: Scored | None = None
+
+
+def wait_for_evaluations(ids: list[Any], timeout: float) -> bool:
+    """Wait until every evaluation is final (evalsite/notify.py tells of ends); False when
+    ``timeout`` seconds pass first."""
+    return wait_for_ends(ids, timeout, lambda waiting: evaluations_pending(ids=waiting) > 0)
 
 
 def score_await(*, team: Team, submitted: Submitted, timeout: float) -> Awaited:

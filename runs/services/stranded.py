@@ -26,7 +26,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from ..models import Evaluation, Status
-from .evaluations import _publish
+from .evaluations import evaluations_publish
 from .run_state import runs_refresh
 
 logger = logging.getLogger(__name__)
@@ -134,6 +134,6 @@ def _hand_back(taken: dict[str, set[uuid.UUID]]) -> int:
         )
         if rows:
             runs_refresh({run_id: rubric_id for _, run_id, rubric_id in rows})
-    sent = _publish([str(i) for i, _, _ in rows]) if rows else 0
+    sent = evaluations_publish([str(i) for i, _, _ in rows]) if rows else 0
     logger.warning("the database is back: sent %d evaluation(s) it had interrupted again", sent)
     return sent

@@ -11,9 +11,10 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from evalsite.notify import evaluations_ended
+
 from ..models import Evaluation, Status
-from .evaluations import _publish
-from .notify import evaluations_ended
+from .evaluations import evaluations_publish
 from .rescore_dispatch import batches_sweep
 from .results import run_refresh
 from .rollups_evaluations import rollup_evaluations_ended
@@ -83,7 +84,9 @@ def _expire_leases(now) -> tuple[int, int]:
             if n:
                 run_refresh(row["run_id"])
     if requeued:
-        _publish(requeued)  # straight back to the broker; the next sweep retries a failed send
+        evaluations_publish(
+            requeued
+        )  # straight back to the broker; the next sweep retries a failed send
     return len(requeued), failed
 
 
@@ -101,7 +104,7 @@ def evaluations_resend_after_outage(*, before: float) -> int:
         .order_by("created_at")
         .values_list("id", flat=True)[:50_000]
     )
-    return _publish([str(i) for i in ids]) if ids else 0
+    return evaluations_publish([str(i) for i in ids]) if ids else 0
 
 
 def _resend_queued(now) -> int:
@@ -114,4 +117,4 @@ def _resend_queued(now) -> int:
         .order_by("created_at")
         .values_list("id", flat=True)[:5000]
     )
-    return _publish([str(i) for i in ids]) if ids else 0
+    return evaluations_publish([str(i) for i in ids]) if ids else 0

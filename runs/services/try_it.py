@@ -6,13 +6,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from judge_engine import Criterion as CriterionSpec
+from judge_engine import JudgeError, ScoringInputError
+from judge_engine.redact import tenant_error
 from rubrics.judging import judge_config_for, judge_for
 from rubrics.models import Rubric
 from rubrics.services import CriterionInput, criteria_validate, judge_view_validate
 from runs.judge_runtime import run_judged
-from runs.scoring import Criterion as CriterionSpec
-from runs.scoring import JudgeError, ScoringInputError
-from runs.scoring.redact import tenant_error
 
 from ..models import AgentRun, Evaluation
 from .plans import rubric_scoring

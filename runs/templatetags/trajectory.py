@@ -2,7 +2,7 @@
 plain dict, and the timeline's markup written here too: a 500-step run rendered through the
 template engine cost ~250 ms of tag and filter calls; as strings it is a few milliseconds.
 
-Steps are the run's stored ones (runs.scoring.trajectory): untrusted JSON. Everything here is
+Steps are the run's stored ones (judge_engine.trajectory): untrusted JSON. Everything here is
 read defensively and comes out as text the template escapes, except message HTML, which is
 Markdown sanitized by ``ui.markdown``.
 """

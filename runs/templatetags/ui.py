@@ -19,7 +19,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from markdown.extensions import Extension
 
-from runs.scoring.rules import display_round
+from judge_engine.rules import display_round
 from runs.services.budget_wait import WAITING, budget_wait
 
 register = template.Library()
@@ -100,7 +100,7 @@ def message_text(content: Any) -> str:
 
 @register.filter
 def pct(value: Any, digits: int = 0) -> str:
-    """A 0–1 fraction as a percentage, rounded half up (runs.scoring.rules.display_round)."""
+    """A 0–1 fraction as a percentage, rounded half up (judge_engine.rules.display_round)."""
     if value is None:
         return "—"
     digits = int(digits)
@@ -126,7 +126,7 @@ def ratio(part: Any, whole: Any) -> float | None:
 @register.filter
 def num(value: Any, digits: int = 2) -> str:
     """A score for display: rounded half up to ``digits`` decimals (0.625 shows as 0.63), by
-    the engine's one display rounding (runs.scoring.rules.display_round)."""
+    the engine's one display rounding (judge_engine.rules.display_round)."""
     if value is None:
         return "—"
     digits = int(digits)
@@ -168,7 +168,7 @@ def quality(value: Any) -> str:
 
 
 # One colour per alignment band everywhere (home chart, run page badge, evaluation history):
-# the engine's bands (runs.scoring.rules.BANDS), two by two, best first.
+# the engine's bands (judge_engine.rules.BANDS), two by two, best first.
 BAND_TONES = {
     "excellent": "good",
     "very good": "good",

@@ -13,7 +13,6 @@ import pytest
 from evalsite.api import api
 from evalsite.errors import AppError, Conflict, FieldErrors, TooLarge, TooManyRequests
 from evalsite.pagination import InvalidCursor
-from evalsite.throttle import Throttled
 from reviews.services import ReviewConflict, ReviewValidationError
 from rubrics.services import RubricValidationError
 from runs.models import AgentRun, RescoreBatch
@@ -22,11 +21,12 @@ from runs.services import RunConflict, RunTooLarge, RunValidationError
 from runs.services.bulk import BulkValidationError
 from runs.services.rescore import IdempotencyConflict, RescoreValidationError, TooManyBatches
 from runs.services.score import ScoreBusy, ScoreConflict
+from teams.api_throttle import Throttled
 from teams.services import ConnectionInUse, TeamValidationError
 from tests.api_client import field_locs
 
 ROOT = Path(__file__).resolve().parents[2]
-APPS = ("teams", "rubrics", "runs", "reviews")
+APPS = ("teams", "rubrics", "runs", "reviews", "judge_engine")
 ROUTER_MODULES = [
     "rubrics/api.py",
     "runs/api.py",
@@ -54,7 +54,7 @@ def test_the_error_module_imports_nothing_but_the_standard_library():
 
 def test_the_api_module_imports_no_apps_errors_only_its_authentication_and_the_engine():
     from_apps = {m for m in imported_modules("evalsite/api.py") if m.split(".")[0] in APPS}
-    assert from_apps == {"teams.api", "runs.scoring.redact"}
+    assert from_apps == {"teams.api", "teams.api_throttle", "judge_engine.redact"}
 
 
 def test_no_application_error_of_an_app_has_a_handler_of_its_own():

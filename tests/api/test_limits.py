@@ -70,7 +70,7 @@ def test_a_team_with_its_cap_of_score_calls_waiting_gets_429_and_nothing_is_stor
 
 
 def test_a_waiting_place_of_a_process_that_died_frees_itself_after_its_wait(team, settings):
-    from runs.ratelimit import SQLiteBackend
+    from evalsite.ratelimit import SQLiteBackend
 
     now = [1000.0]
     backend = SQLiteBackend(settings.DATA_DIR / "holds-test.sqlite3", clock=lambda: now[0])

@@ -1,4 +1,4 @@
-"""Requests with keys that are no team's share their address's allowance (evalsite.throttle):
+"""Requests with keys that are no team's share their address's allowance (teams.api_throttle):
 guessing keys is throttled like guessing passwords, and a valid key never pays for it."""
 
 from __future__ import annotations

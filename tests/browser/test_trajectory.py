@@ -13,8 +13,8 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from judge_engine.trajectory import flagged, normalise, tool_names
 from runs.models import AgentRun, CriterionVerdict, Evaluation, RunTool, Status
-from runs.scoring.trajectory import flagged, normalise, tool_names
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -11,12 +11,12 @@ from types import SimpleNamespace
 
 import pytest
 
+from judge_engine.trajectory import normalise
 from runs.models import AgentRun, Evaluation
 from runs.otel.conventions import normalize
 from runs.otel.conventions.vercel_ai import recognises
 from runs.otel.convert import descendants, run_payload
 from runs.otel.decode import Span, export_decode
-from runs.scoring.trajectory import normalise
 from tests.otel.test_ingest import kinds
 
 CAPTURE = Path(__file__).parent / "node_aisdk" / "spans.otlp.json"

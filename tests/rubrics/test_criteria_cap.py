@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from judge_engine.text import count_criteria, parse_criteria
 from rubrics.models import Criterion, Rubric, RubricVersion
 from rubrics.services import RubricValidationError, rubric_create, rubric_set_criteria
 from runs.models import AgentRun
-from runs.scoring.text import count_criteria, parse_criteria
 from tests.api_client import Api, field_locs
 from tests.conftest import run_payload
 from tests.page_helpers import signed_in

@@ -1,8 +1,8 @@
 """The rubric settings form shows the engine's scoring defaults, not copies of them."""
 
+from judge_engine import DIMENSIONS, AlignmentWeights
+from judge_engine.rules import DEFAULT_USER_SHARE
 from rubrics.forms import PERSPECTIVES, _weights_initial
-from runs.scoring import DIMENSIONS, AlignmentWeights
-from runs.scoring.rules import DEFAULT_USER_SHARE
 
 
 def test_a_rubric_without_weights_shows_the_engines_default_weights_and_user_share():

@@ -8,9 +8,9 @@ import json
 import pytest
 from django.urls import reverse
 
+from judge_engine.text import CRITERION_MAX_CHARS
 from rubrics.models import Rubric
 from runs.models import AgentRun
-from runs.scoring.text import CRITERION_MAX_CHARS
 from tests.conftest import run_payload
 from tests.page_helpers import signed_in
 from tests.rubrics.test_views import draft_post

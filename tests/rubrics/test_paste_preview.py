@@ -1,5 +1,5 @@
 """The editor's paste preview shows what each pasted line became (the shared text-form parser,
-runs.scoring.text.parse_lines): on the new-rubric page and in the draft editor."""
+judge_engine.text.parse_lines): on the new-rubric page and in the draft editor."""
 
 from __future__ import annotations
 

@@ -9,10 +9,10 @@ from django.conf import settings
 from django.urls import reverse
 from django.utils.html import escape
 
+from judge_engine.text import CRITERION_MAX_CHARS
 from rubrics.models import WorkingCopy
 from rubrics.services import MAX_INSTRUCTIONS_CHARS, rubric_set_criteria
 from rubrics.working_copy import WorkingCopyState, working_copy_save
-from runs.scoring.text import CRITERION_MAX_CHARS
 from tests.page_helpers import XSS, signed_in
 from tests.rubrics.test_views import current_rows, draft_post
 

@@ -194,8 +194,8 @@ def test_a_process_claims_at_most_twice_its_limit_of_calls_in_flight():
 def test_the_limit_counts_every_judge_request_not_evaluations(fake_judge):
     """One evaluation may send several requests at once (independent criteria, both
     alignment perspectives); each takes a slot."""
+    from judge_engine import JudgeConfig, RubricScorer
     from runs import judge_runtime
-    from runs.scoring import JudgeConfig, RubricScorer
 
     fake_judge.set_latency(0.2)
     scorer = RubricScorer(

@@ -17,9 +17,9 @@ import pytest
 from django.apps import apps as django_apps
 from django.urls import reverse
 
+from judge_engine.alignment import NO_OUTPUT
+from judge_engine.rubric import NO_OUTPUT_REASONING
 from runs.models import AlignmentBreakdown, CriterionVerdict, Evaluation, Kind, Status
-from runs.scoring.alignment import NO_OUTPUT
-from runs.scoring.rubric import NO_OUTPUT_REASONING
 from tests.conftest import wait_for
 from tests.page_helpers import judged_run, signed_in
 

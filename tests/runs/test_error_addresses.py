@@ -2,7 +2,7 @@
 
 The deployment's judge (EVALSITE_JUDGE_API_BASE) is the fake judge on an internal address;
 when it fails, the evaluation's stored error, the API's and the run page's say "the
-deployment's judge" instead of its URL, host:port or IP (runs.scoring.redact.tenant_error).
+deployment's judge" instead of its URL, host:port or IP (judge_engine.redact.tenant_error).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 import pytest
 from django.urls import reverse
 
+from judge_engine.redact import DEPLOYMENT_JUDGE, tenant_error
 from runs.models import Evaluation
-from runs.scoring.redact import DEPLOYMENT_JUDGE, tenant_error
 from runs.services.execute import evaluation_execute
 from teams.services import connection_create
 from tests.page_helpers import signed_in

@@ -4,9 +4,9 @@ from datetime import timedelta
 
 from django.utils import timezone
 
+from judge_engine import Criterion, RubricScorer
 from rubrics.judging import judge_for
 from runs.models import AgentRun, CriterionVerdict, Evaluation, Status
-from runs.scoring import Criterion, RubricScorer
 from runs.services import evaluation_execute, evaluations_sweep
 from runs.services.execute import evaluation_claim
 from runs.services.results import record_success

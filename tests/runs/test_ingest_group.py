@@ -38,7 +38,9 @@ def test_concurrent_stores_share_a_write_and_each_caller_gets_its_own_answer(
     stored, *_ = run_store(team=team, payload=_payload(external_id="old", rubric=rubric.slug))
     published: list[tuple[list[str], bool]] = []
     monkeypatch.setattr(
-        evaluations_module, "_publish", lambda ids, bulk=True: published.append((ids, bulk))
+        evaluations_module,
+        "evaluations_publish",
+        lambda ids, bulk=True: published.append((ids, bulk)),
     )
     writes: list[int] = []
     first_write, others_queued = threading.Event(), threading.Event()

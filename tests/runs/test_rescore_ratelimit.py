@@ -7,8 +7,7 @@ import uuid
 import pytest
 from django.utils import timezone
 
-from runs.models import Evaluation, Status
-from runs.ratelimit import (
+from evalsite.ratelimit import (
     Draw,
     Limit,
     RedisBackend,
@@ -17,6 +16,7 @@ from runs.ratelimit import (
     judge_acquire,
     limit_for,
 )
+from runs.models import Evaluation, Status
 from runs.services import evaluation_execute
 
 

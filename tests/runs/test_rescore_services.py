@@ -198,7 +198,7 @@ def test_a_known_model_gets_a_cost_from_litellms_prices(team, rubric, bare_runs)
 def test_the_filters_pick_the_rubrics_failed_runs_in_the_date_range(team, rubric, make_run):
     runs = [make_run(rubric=rubric.slug) for _ in range(4)]
     Evaluation.objects.filter(run__in=runs).update(status=Status.SUCCEEDED)
-    # Judged: only a succeeded run has a result (runs.scoring.rules.run_result).
+    # Judged: only a succeeded run has a result (judge_engine.rules.run_result).
     AgentRun.objects.filter(pk__in=[r.pk for r in runs]).update(status=Status.SUCCEEDED)
     AgentRun.objects.filter(pk__in=[runs[0].pk, runs[1].pk]).update(passed=False)
     AgentRun.objects.filter(pk=runs[0].pk).update(created_at=timezone.now() - timedelta(days=10))

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from django.db import transaction
 
+from judge_engine.sampling import SampleFilters, sample_bucket, sample_decide
 from runs.models import AgentRun, Evaluation, Status
 from runs.payloads import RunPayload
-from runs.scoring.sampling import SampleFilters, sample_bucket, sample_decide
 from runs.services.ingest_many import runs_ingest_many
 from tests.api_client import field_locs
 from tests.conftest import run_payload

@@ -16,20 +16,19 @@ import redis
 from django.conf import settings as django_settings
 from django.db import connection, transaction
 
-from runs.liveness import worker_missing_for
-from runs.models import AgentRun, CriterionVerdict, Evaluation
-from runs.payloads import RunPayload
-from runs.services import evaluation_execute
-from runs.services.evaluations import evaluation_publish_later
-from runs.services.notify import (
+from evalsite.notify import (
     PG_PREFIX,
     REDIS_PREFIX,
     _pg_conninfo,
     evaluations_ended,
     notify_mode,
-    wait_for_evaluations,
 )
-from runs.services.score import score_submit
+from runs.liveness import worker_missing_for
+from runs.models import AgentRun, CriterionVerdict, Evaluation
+from runs.payloads import RunPayload
+from runs.services import evaluation_execute
+from runs.services.evaluations import evaluation_publish_later
+from runs.services.score import score_submit, wait_for_evaluations
 from tests.api_client import Api
 from tests.conftest import run_payload, wait_for
 
@@ -176,7 +175,7 @@ def test_an_unreachable_channel_falls_back_to_polling(settings, team, fake_judge
     settings.EVALSITE_NOTIFY_URL = url
     first, second = queued_evaluation(team), queued_evaluation(team)
     waiters = [Waiter([first.id]), Waiter([second.id])]
-    with caplog.at_level(logging.WARNING, logger="runs.services.notify"):
+    with caplog.at_level(logging.WARNING, logger="evalsite.notify"):
         for waiter in waiters:
             waiter.start()
         evaluation_execute(evaluation_id=str(first.id))

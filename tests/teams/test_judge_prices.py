@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from judge_engine import JudgeConfig
+from judge_engine.pricing import tokens_cost
 from runs.models import Evaluation
-from runs.scoring import JudgeConfig
-from runs.scoring.pricing import tokens_cost
 from runs.selectors.dashboard import home_overview
 from teams.models import Team
 from tests.api_client import field_locs

@@ -115,7 +115,7 @@ def token_cost(model: str, prompt_tokens: int, completion_tokens: int) -> float:
 # with no callback registered, and a call on a short-lived loop (`RubricScorer.score`) leaves that
 # work to be carried to the next loop with a warning. Calls marked as litellm-internal skip all
 # of it; we register no callbacks, so nothing is lost. A private helper of litellm's: without
-# it, litellm just logs more (tests/scoring/test_judge_loop.py notices).
+# it, litellm just logs more (tests/judge_engine/test_judge_loop.py notices).
 try:
     from litellm._internal_context import internal_sub_call as _unlogged
 except ImportError:  # pragma: no cover

@@ -4,7 +4,7 @@ Everything stored in a field a tenant can see (an evaluation's error, a try-it o
 webhook's last error) goes through `tenant_error`. A failure of ours is never described at
 all: the tenant gets `internal_error(ref)`, and the log line with the traceback carries the
 same ref. These are the storing side's guards; the texts themselves are meant to be clean
-already (the judge error text is the provider's status and message, runs.scoring.judge).
+already (the judge error text is the provider's status and message, judge_engine.judge).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from runs.scoring.redact import (
+from judge_engine.redact import (
     MAX_ERROR_CHARS,
     REDACTED_PATH,
     WITHHELD,

@@ -11,7 +11,7 @@ import math
 import pytest
 from pydantic import ValidationError
 
-from runs.scoring import (
+from judge_engine import (
     AlignmentScorer,
     AlignmentWeights,
     InvalidJudgeOutput,

@@ -11,8 +11,8 @@ import json
 
 import pytest
 
-from runs.scoring import Example, JudgeConfig, RubricScorer, ScoringInputError, verdict_key
-from runs.scoring.prompts import rubric_messages
+from judge_engine import Example, JudgeConfig, RubricScorer, ScoringInputError, verdict_key
+from judge_engine.prompts import rubric_messages
 from tests.fake_judge import boundary_of, section
 
 CRITERIA = [("c1", 'Mentions "refund"'), ("c2", "Is polite")]

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from runs.scoring import (
+from judge_engine import (
     Criterion,
     PriorVerdict,
     RubricScorer,

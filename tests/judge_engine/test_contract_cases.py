@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from runs.scoring import AlignmentScorer, PriorVerdict, RubricScorer, ScoringInputError
-from runs.scoring.alignment import NO_OUTPUT, NO_OUTPUT_NOTE, USER_NOT_APPLICABLE
-from runs.scoring.prompts import alignment_schema, rubric_schema
-from runs.scoring.rubric import NO_OUTPUT_REASONING
-from runs.scoring.rules import (
+from judge_engine import AlignmentScorer, PriorVerdict, RubricScorer, ScoringInputError
+from judge_engine.alignment import NO_OUTPUT, NO_OUTPUT_NOTE, USER_NOT_APPLICABLE
+from judge_engine.prompts import alignment_schema, rubric_schema
+from judge_engine.rubric import NO_OUTPUT_REASONING
+from judge_engine.rules import (
     alignment_combine,
     alignment_final,
     display_round,

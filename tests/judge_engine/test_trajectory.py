@@ -11,7 +11,7 @@ stored ``{"format": 2, "parts": [...]}``) and v5 UI ``tool-<name>`` parts.
 
 from __future__ import annotations
 
-from runs.scoring.trajectory import final_texts, flagged, normalise, tool_names
+from judge_engine.trajectory import final_texts, flagged, normalise, tool_names
 
 QUESTION = "Where is the refund for order A17?"
 ANSWER = "Your refund for order A17 was issued today."

@@ -11,7 +11,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from runs.scoring.prompts import rubric_messages
+from judge_engine.prompts import rubric_messages
 from tests.fake_judge import FakeJudge
 
 from .conftest import post_json
@@ -34,7 +34,7 @@ def ask(server: FakeJudge, output: str, criteria: str = '[c1] Mentions "refund"\
 
 
 def ask_bounded(server: FakeJudge, output: str):
-    """The rubric prompt the engine sends (runs.scoring.prompts), criteria c1 and c2."""
+    """The rubric prompt the engine sends (judge_engine.prompts), criteria c1 and c2."""
     criteria = [("c1", 'Mentions "refund"'), ("c2", "Is polite")]
     messages = rubric_messages(task="t", system=None, output=output, criteria=criteria)
     body = {"model": "fake-judge", "messages": messages, "response_format": SCHEMA_FORMAT}

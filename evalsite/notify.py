@@ -1,7 +1,7 @@
 """Being told when evaluations end, instead of polling for it.
 
 Writers call ``evaluations_ended(ids)`` in the transaction that makes evaluations final
-(succeeded, failed, cancelled). Waiters call ``wait_for_evaluations(ids, timeout)``. The channel
+(succeeded, failed, cancelled). Waiters call ``wait_for_ends(ids, timeout, pending)``. The channel
 (EVALSITE_NOTIFY):
 
 - ``postgres``: ``pg_notify`` on one channel per evaluation, issued inside the writer's
@@ -28,7 +28,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 import psycopg
@@ -36,8 +36,6 @@ import redis
 from django.conf import settings
 from django.db import connection, transaction
 from psycopg import sql
-
-from ..selectors import evaluations_pending
 
 logger = logging.getLogger(__name__)
 
@@ -128,6 +126,10 @@ def _redis_client() -> redis.Redis:
 # --- Waiting -----------------------------------------------------------------------------------
 
 
+# Whether any of these ids has not ended yet (read from the database, by the caller's rule).
+Pending = Callable[[list[Any]], bool]
+
+
 class _Listener(Protocol):
     def wait(self, timeout: float) -> None:
         """Return after a notification arrived or ``timeout`` seconds passed."""
@@ -135,22 +137,23 @@ class _Listener(Protocol):
     def close(self) -> None: ...
 
 
-def wait_for_evaluations(ids: list[Any], timeout: float) -> bool:
-    """Wait until every evaluation is final; False when ``timeout`` seconds pass first."""
+def wait_for_ends(ids: list[Any], timeout: float, pending: Pending) -> bool:
+    """Wait until ``pending(ids)`` is false (every one ended); False when ``timeout`` seconds
+    pass first. The caller says what "ended" means (runs: evaluations final)."""
     deadline = time.monotonic() + timeout
     if timeout <= 0:
-        return not evaluations_pending(ids=ids)
+        return not pending(ids)
     listener = _listen([str(i) for i in ids])
     if listener is None:
-        return _poll(ids, deadline)
+        return _poll(ids, deadline, pending)
     try:
-        return _wait_told(listener, ids, deadline)
+        return _wait_told(listener, ids, deadline, pending)
     finally:
         listener.close()
 
 
-def _wait_told(listener: _Listener, ids: list[Any], deadline: float) -> bool:
-    while evaluations_pending(ids=ids):
+def _wait_told(listener: _Listener, ids: list[Any], deadline: float, pending: Pending) -> bool:
+    while pending(ids):
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return False
@@ -158,13 +161,13 @@ def _wait_told(listener: _Listener, ids: list[Any], deadline: float) -> bool:
             listener.wait(min(remaining, SAFETY_INTERVAL))
         except (psycopg.Error, redis.RedisError, OSError) as exc:
             _channel_down(exc)
-            return _poll(ids, deadline)
+            return _poll(ids, deadline, pending)
     return True
 
 
-def _poll(ids: list[Any], deadline: float) -> bool:
+def _poll(ids: list[Any], deadline: float, pending: Pending) -> bool:
     interval = FIRST_POLL
-    while evaluations_pending(ids=ids):
+    while pending(ids):
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return False

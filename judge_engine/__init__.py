@@ -11,7 +11,7 @@ agent loop can call the scorers directly:
 The rules that turn verdicts and dimension scores into a result (gating, the perspective mix,
 exact sums, bands, the display rounding) are exported too, so a result corrected by hand is computed the way a judged one is.
 Helpers the server uses (criteria parsing details, message text extraction, the judge's
-routing) are imported from their modules (`runs.scoring.text`, `runs.scoring.judge`, ...).
+routing) are imported from their modules (`judge_engine.text`, `judge_engine.judge`, ...).
 """
 
 from .alignment import AlignmentScorer

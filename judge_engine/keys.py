@@ -18,7 +18,7 @@ from .types import Criterion, JudgeConfig
 
 # Bump whenever the rubric prompt or its JSON schema changes in a way that could change a
 # verdict: every stored verdict then stops matching and gets judged afresh.
-# rubric-2026-11: run texts and criteria in blocks under a random boundary (runs.scoring.prompts).
+# rubric-2026-11: run texts and criteria in blocks under a random boundary (judge_engine.prompts).
 # A verdict given under the old prompt may have been steered by an output that closed its own
 # block, so none is reused.
 # rubric-2026-12: the verdict schema asks for the reasoning (and the evidence) before
@@ -44,7 +44,7 @@ def verdict_key(
 
     None and "" are the same text (a run without a system prompt has either, depending on the
     caller). The judge enters through `JudgeConfig.identity()`, which holds no secrets. The
-    texts are the rendered ones (runs.scoring.render): the key covers exactly what the judge
+    texts are the rendered ones (judge_engine.render): the key covers exactly what the judge
     saw, so a verdict is never reused across judge views, transcripts or reference answers.
     The final view without a reference hashes what it always did. ``instructions`` (the
     rubric's) and ``examples`` (this criterion's, as shown) enter only when there are some, so

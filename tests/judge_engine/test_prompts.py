@@ -12,8 +12,8 @@ import re
 
 import pytest
 
-from runs.scoring import RubricScorer, verdict_key
-from runs.scoring.prompts import alignment_messages, neutralise, rubric_messages
+from judge_engine import RubricScorer, verdict_key
+from judge_engine.prompts import alignment_messages, neutralise, rubric_messages
 from tests.fake_judge import boundary_of, section
 
 GUESS = "0123456789abcdef0123456789abcdef"

@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from runs.scoring import JudgeConfig
+from judge_engine import JudgeConfig
 from tests.conftest import FAKE_MODEL
 from tests.fake_judge import FakeJudge
 

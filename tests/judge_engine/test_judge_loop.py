@@ -7,7 +7,7 @@ import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from runs.scoring import RubricScorer
+from judge_engine import RubricScorer
 
 CRITERIA = '- Mentions "refund"'
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from runs.scoring import AlignmentScorer, PriorVerdict, RubricScorer
-from runs.scoring.render import render, run_view
-from runs.scoring.trajectory import normalise
+from judge_engine import AlignmentScorer, PriorVerdict, RubricScorer
+from judge_engine.render import render, run_view
+from judge_engine.trajectory import normalise
 from tests.fake_judge import boundary_of, section
 
 SYSTEM = "You are a support agent. Never call delete_account."
@@ -146,7 +146,7 @@ def test_a_stored_verdict_is_reused_only_in_the_view_it_was_given(judge, server)
 
 def test_final_view_keys_are_unchanged_for_texts_given_directly(judge, server):
     """Callers of the text API (and verdicts stored before views existed) keep their keys."""
-    from runs.scoring import verdict_key
+    from judge_engine import verdict_key
 
     result = RubricScorer(judge, criteria=CRITERIA).score(
         task="t", output="o 2 November", system="s"

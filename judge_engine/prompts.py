@@ -9,7 +9,7 @@ rules, and the criteria are exactly the JSON lines of the ``<criteria-…>`` blo
 defence in depth any tag of ours it contains (``<output``, ``</criteria``, …) is neutralised to
 ``&lt;output`` before it is inserted, so a run can neither close its block nor open another.
 
-The boundary is not part of a verdict key (runs.scoring.keys hashes the texts, not the prompt):
+The boundary is not part of a verdict key (judge_engine.keys hashes the texts, not the prompt):
 keys stay deterministic. The fake judge (tests/fake_judge.py) reads exactly this layout.
 Changing a rubric prompt or schema means bumping keys.PROMPT_VERSION, since stored verdicts were
 given under the old wording.

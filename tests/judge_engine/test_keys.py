@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from runs.scoring import JudgeConfig, keys, verdict_key
-from runs.scoring.keys import PROMPT_VERSION
+from judge_engine import JudgeConfig, keys, verdict_key
+from judge_engine.keys import PROMPT_VERSION
 
 JUDGE = JudgeConfig(model="openai/gpt-4o-mini", api_key="sk-secret", temperature=0.0)
 BASE = dict(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from runs.scoring import Criterion
-from runs.scoring.text import (
+from judge_engine import Criterion
+from judge_engine.text import (
     BLANK,
     HEADING,
     NO_TEXT,

@@ -1,5 +1,5 @@
 """In-process scorers on the caller's own event loop use the direct transport
-(runs/scoring/direct.py) for an OpenAI-compatible api_base, exactly as a worker does: the same
+(judge_engine/direct.py) for an OpenAI-compatible api_base, exactly as a worker does: the same
 request, the same answers, the same failures; and every loop's connections close with it.
 
 Which HTTP client sent a request is read at the fake judge (its User-Agent log): aiohttp for
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from judge_engine import AlignmentScorer, JudgeError, RubricScorer, TransientJudgeError
 from runs.judge_runtime import run_judged
-from runs.scoring import AlignmentScorer, JudgeError, RubricScorer, TransientJudgeError
 
 ROOT = Path(__file__).resolve().parents[2]
 CRITERIA = '- Mentions "refund"\n- Is polite'
@@ -167,7 +167,7 @@ def test_a_429_on_the_callers_loop_waits_for_the_retry_after_it_asked_for(judge,
 # socket or event loop (or a callback on a closed loop) is reported on stderr at collection.
 LOOPS_SCRIPT = """
 import asyncio, gc, sys, weakref
-from runs.scoring import AlignmentScorer, JudgeConfig, RubricScorer
+from judge_engine import AlignmentScorer, JudgeConfig, RubricScorer
 
 judge = JudgeConfig(model="openai/fake-judge", api_base=sys.argv[1], api_key="fake")
 rubric = RubricScorer(judge, criteria='- Mentions "refund"')

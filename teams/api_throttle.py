@@ -1,5 +1,5 @@
 """The API's per-caller request limit: a token bucket per API key, and per signed-in user and
-team for the browser's API calls, shared by every web process (runs.ratelimit's backend:
+team for the browser's API calls, shared by every web process (evalsite.ratelimit's backend:
 Redis when the broker is Redis, else the SQLite bucket file). Over the limit the API answers
 429 with ``Retry-After`` (evalsite.api). Requests whose key is not a team's have no caller:
 they share their address's allowance instead (``unknown_key_refusal``)."""
@@ -14,7 +14,7 @@ from django.http import HttpRequest
 
 from evalsite.errors import TooManyRequests
 from evalsite.login import api_key_attempt, client_address
-from runs.ratelimit import api_take
+from evalsite.ratelimit import api_take
 from teams.api import Caller
 
 logger = logging.getLogger(__name__)

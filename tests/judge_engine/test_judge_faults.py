@@ -12,14 +12,14 @@ import time
 
 import pytest
 
-from runs.scoring import (
+from judge_engine import (
     InvalidJudgeOutput,
     JudgeConfig,
     PermanentJudgeError,
     RubricScorer,
     TransientJudgeError,
 )
-from runs.scoring.judge import complete_json
+from judge_engine.judge import complete_json
 
 CRITERIA = '- Mentions "refund"\n- Is polite'
 
@@ -27,12 +27,12 @@ CRITERIA = '- Mentions "refund"\n- Is polite'
 @pytest.fixture(autouse=True, params=["litellm", "worker", "in-process"])
 def transport(request, monkeypatch, server):
     """Every fault three times: through litellm (transport="litellm"), and through the direct
-    transport (runs/scoring/direct.py) both on the worker's shared loop and on the caller's
+    transport (judge_engine/direct.py) both on the worker's shared loop and on the caller's
     own short-lived loop (`score()`), which must all fail the same way. The fake judge's
     User-Agent log shows which HTTP client sent each request."""
     if request.param == "worker":
+        from judge_engine import alignment, rubric
         from runs import judge_runtime
-        from runs.scoring import alignment, rubric
 
         def on_the_worker_loop(make_coro, scorer):
             return judge_runtime.run_judged(make_coro())
@@ -251,8 +251,8 @@ def test_the_request_carries_the_model_schema_and_sampling_parameters(judge, ser
 
 
 def test_a_judge_with_litellm_options_goes_through_litellm(judge):
+    from judge_engine.routes import direct_model
     from runs.judge_runtime import run_judged
-    from runs.scoring.routes import direct_model
 
     async def route(config):
         return direct_model(config)

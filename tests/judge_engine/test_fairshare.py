@@ -1,4 +1,4 @@
-"""Fair sharing of judge slots between tenants (runs/scoring/fairshare.py), no database."""
+"""Fair sharing of judge slots between tenants (judge_engine/fairshare.py), no database."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from runs.scoring.fairshare import TENANT, FairShare, FairSlots
+from judge_engine.fairshare import TENANT, FairShare, FairSlots
 
 
 async def _enter(slots: FairSlots, tenant: str) -> asyncio.Task[None]:

@@ -1,4 +1,4 @@
-"""The scoring rules as functions (runs/scoring/rules.py): what the scorers and reviews share."""
+"""The scoring rules as functions (judge_engine/rules.py): what the scorers and reviews share."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from runs.scoring import (
+from judge_engine import (
     DIMENSIONS,
     AlignmentWeights,
     Verdict,

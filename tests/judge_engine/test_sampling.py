@@ -1,4 +1,4 @@
-"""The sampling decision (runs.scoring.sampling): deterministic, close to its rate, filters."""
+"""The sampling decision (judge_engine.sampling): deterministic, close to its rate, filters."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import uuid
 import pytest
 from pydantic import ValidationError
 
-from runs.scoring.sampling import SampleFilters, sample_bucket, sample_decide
+from judge_engine.sampling import SampleFilters, sample_bucket, sample_decide
 
 TEAM = uuid.UUID("00000000-0000-4000-8000-000000000001")
 RUBRIC = uuid.UUID("00000000-0000-4000-8000-000000000002")

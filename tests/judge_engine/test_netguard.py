@@ -1,4 +1,4 @@
-"""The address guard shared by webhooks and judges (runs/scoring/netguard.py), and what the
+"""The address guard shared by webhooks and judges (judge_engine/netguard.py), and what the
 engine does with it: a team's api_base is looked up again right before every request."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import asyncio
 
 import pytest
 
+from judge_engine import JudgeConfig, PermanentJudgeError, RubricScorer
+from judge_engine.direct import _error_message
+from judge_engine.netguard import normal_host, url_refusal
 from runs.judge_runtime import run_judged
-from runs.scoring import JudgeConfig, PermanentJudgeError, RubricScorer
-from runs.scoring.direct import _error_message
-from runs.scoring.netguard import normal_host, url_refusal
 from tests.http_listener import Listener
 
 
@@ -146,7 +146,7 @@ def test_the_guarded_session_refuses_to_connect_to_a_name_that_resolves_privatel
     resolver that refuses non-public answers (DNS rebinding between check and connect)."""
     import asyncio
 
-    from runs.scoring.direct import _PublicOnlyResolver
+    from judge_engine.direct import _PublicOnlyResolver
 
     async def resolve():
         return await _PublicOnlyResolver().resolve("localhost", 80)
