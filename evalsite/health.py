@@ -3,8 +3,8 @@ balancers.
 
 Answered by a middleware placed first, before anything that reads the Host header (so a probe
 from inside the container is answered whatever ALLOWED_HOSTS says), redirects to HTTPS, opens a
-session or looks for a user: no sign-in, no cookie, nothing cached. It runs one ``SELECT 1`` on
-the database and answers ``ok`` (200) or ``unavailable`` (503), never why: the reason goes to
+session or looks for a user: no sign-in, no cookie, nothing cached. It opens (or checks) its connection
+to the database and answers ``ok`` (200) or ``unavailable`` (503), never why: the reason goes to
 the log only.
 """
 
@@ -33,9 +33,9 @@ class HealthCheckMiddleware:
 
 def health_answer() -> HttpResponse:
     try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-            cursor.fetchone()
+        connection.ensure_connection()
+        if not connection.is_usable():  # PostgreSQL: a round trip (SQLite's file is always)
+            raise ConnectionError("the database connection is not usable")
     except Exception:  # noqa: BLE001 - any failure means "not healthy"; the log has which
         logger.exception("health check failed: the database cannot be reached")
         return _plain("unavailable", 503)

@@ -35,7 +35,8 @@ import psycopg
 import redis
 from django.conf import settings
 from django.db import connection, transaction
-from psycopg import sql
+
+from evalsite import rawsql
 
 logger = logging.getLogger(__name__)
 
@@ -89,11 +90,7 @@ def evaluations_ended(ids: Iterable[Any]) -> None:
     mode = notify_mode()
     if mode == "postgres":
         channels = [PG_PREFIX + uuid.UUID(i).hex for i in ids]
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT pg_notify(c, p) FROM unnest(%s::text[], %s::text[]) AS t(c, p)",
-                [channels, ids],
-            )
+        rawsql.notify(connection, channels, ids)
     elif mode == "redis":
         transaction.on_commit(lambda: _publish(ids), robust=True)
 
@@ -208,17 +205,14 @@ def _channel_down(exc: BaseException) -> None:
 class _PgListener:
     def __init__(self, ids: list[str]) -> None:
         self.channels = {PG_PREFIX + uuid.UUID(i).hex for i in ids}
-        listen = sql.SQL("; ").join(
-            sql.SQL("LISTEN {}").format(sql.Identifier(c)) for c in sorted(self.channels)
-        )
         self.conninfo = _pg_conninfo()
         self.conn = _idle_connection(self.conninfo)
         try:
-            self.conn.execute(listen)  # answered: the LISTENs are in force
+            rawsql.listen(self.conn, sorted(self.channels))  # answered: the LISTENs are in force
         except psycopg.Error:
             self.conn.close()  # an idle connection the server dropped: one fresh try
             self.conn = psycopg.connect(self.conninfo, autocommit=True)
-            self.conn.execute(listen)
+            rawsql.listen(self.conn, sorted(self.channels))
 
     def wait(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -231,7 +225,7 @@ class _PgListener:
         """UNLISTEN and keep the connection for the next waiter (at most MAX_IDLE of them per
         process), else close it."""
         try:
-            self.conn.execute("UNLISTEN *")
+            rawsql.unlisten_all(self.conn)
         except psycopg.Error:
             self.conn.close()
             return

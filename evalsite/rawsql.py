@@ -1,24 +1,37 @@
-"""Hand-written SQL for the few fixed-shape reads on the hot paths (a POST /api/score call, a
-worker's write of a result), on SQLite and PostgreSQL alike.
+"""Every statement the project writes by hand for Django's database, in one place (the other
+hand-written SQL is evalsite/ratelimit.py's own SQLite file, which no model describes). Checked by
+tests/test_rawsql.py: no other module builds or sends SQL, and none uses private Django API.
 
-The ORM builds and compiles a query object on every call; for a statement that runs for every
-evaluation, that is most of its CPU. These helpers keep what the ORM guarantees: table and
-column names come from the models' ``_meta`` (a renamed field fails the tests, it does not read
-the wrong column), each parameter is prepared as its field prepares it (a UUID is hex on SQLite),
-and each column read is converted as the ORM converts it (UUIDs, datetimes and JSON on SQLite).
-Use them only where a profile shows the query building; everywhere else the ORM is clearer.
+What is here, and why the ORM does not say it:
+
+- Fixed-shape reads on the hot paths (a POST /api/score call, a worker's write of a result):
+  the ORM builds and compiles a query object on every call, most of such a statement's CPU.
+  They run through ``Model.objects.raw()``, so Django converts each column and builds the
+  instances as it does for any query.
+- The many-row UPDATE (``update_rows``): one prepared statement sent for every row at once,
+  where QuerySet.update would send one compiled statement per row.
+- The rollup upserts (``upsert``): ``INSERT ... ON CONFLICT ... DO UPDATE SET n = n + excluded.n``,
+  which QuerySet.bulk_create cannot say (its update_fields overwrite), and the rebuild's
+  ``LOCK TABLE``.
+- PostgreSQL's notifications (``notify``, ``listen``): ``pg_notify`` and ``LISTEN``.
+
+Table and column names come from the models' ``_meta`` (a renamed field fails the tests, it
+does not read the wrong column), quoted by the backend; each value is prepared as its field
+prepares it (a UUID is hex on SQLite). SQLite and PostgreSQL alike; the few differences branch
+on ``connection.vendor`` and ``connection.features``.
 """
 
 from __future__ import annotations
 
-import types
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import connections, router
 from django.db.models import Field, Model
-from django.db.models.fields import AutoFieldMixin
+from psycopg import sql
+
+# --- Names and values ---------------------------------------------------------------------------
 
 
 def connection_for(model: type[Model], *, write: bool = False) -> Any:
@@ -35,6 +48,11 @@ def name(connection: Any, model: type[Model], field: str | None = None) -> str:
 
 def names(connection: Any, model: type[Model], fields: Iterable[str]) -> str:
     return ", ".join(name(connection, model, f) for f in fields)
+
+
+def column(connection: Any, model: type[Model], field: str) -> str:
+    """The quoted column of ``field`` alone (an INSERT's column list, a SET target)."""
+    return connection.ops.quote_name(_field(model, field).column)
 
 
 def marks(count: int) -> str:
@@ -77,27 +95,7 @@ def model_order(model: type[Model], attnames: Iterable[str]) -> tuple[str, ...]:
     return ordered
 
 
-def fetch(
-    connection: Any, columns: Sequence[tuple[type[Model], str]], sql: str, params: Sequence[Any]
-) -> list[list[Any]]:
-    """Run ``sql`` and return its rows with the values of its first columns, ``columns``
-    (each (model, field name), in order), converted as the ORM would convert them (columns
-    after those, literals say, come as the database sends them)."""
-    converters = [
-        (i, [(_bound(convert, connection), col) for convert, col in chain])
-        for i, chain in _converters(connection.alias, connection.vendor, tuple(columns))
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
-    out = []
-    for row in rows:
-        values = list(row)
-        for i, chain in converters:
-            for convert, expression in chain:
-                values[i] = convert(values[i], expression, connection)
-        out.append(values)
-    return out
+# --- Reads ---------------------------------------------------------------------------------------
 
 
 def select_in(
@@ -105,100 +103,249 @@ def select_in(
     fields: Sequence[str],
     field: str,
     values: Sequence[Any],
+    **where: Any,
+) -> list[list[Any]]:
+    """The values of ``fields`` (in that order) of the rows of ``model`` whose ``field`` is one
+    of ``values``, each converted as the ORM converts it (the filters: ``rows_in``'s)."""
+    attnames = [_field(model, f).attname for f in fields]
+    rows = rows_in(model, field, values, fields=attnames, **where)
+    return [[getattr(row, a) for a in attnames] for row in rows]
+
+
+def instances_in(model: type[Model], field: str, values: Sequence[Any], **where: Any) -> list[Any]:
+    """The rows of ``model`` whose ``field`` is one of ``values``, as instances with every
+    concrete field loaded (the filters: ``rows_in``'s; unordered unless asked)."""
+    return list(rows_in(model, field, values, **where))
+
+
+def rows_in(
+    model: type[Model],
+    field: str,
+    values: Sequence[Any],
     *,
+    fields: Sequence[str] = (),
+    within: dict[str, Sequence[Any]] | None = None,
     equal: dict[str, Any] | None = None,
+    null: Sequence[str] = (),
     order_by: str = "",
     lock: str = "",
-) -> list[list[Any]]:
-    """``SELECT fields FROM model WHERE field IN values [AND name = value ...] [ORDER BY
-    order_by] [FOR UPDATE]``, each value converted as the ORM converts it. ``order_by``: a field
-    name, ``-`` in front for descending; ``lock``: ``"update"`` or ``"no_key"`` (FOR NO KEY
-    UPDATE), ignored where the database has no row locks. No values: no rows, no query."""
-    if not values:
+) -> Sequence[Any]:
+    """``SELECT fields FROM model [JOIN ...] WHERE field IN values [AND f IN ...] [AND f = value]
+    [AND f IS NULL] [ORDER BY order_by] [FOR UPDATE]`` through ``Model.objects.raw()``: instances
+    with ``fields`` (default every concrete field; the primary key always) loaded.
+
+    ``within``: more IN lists; ``equal``: field -> value, ``fk__field`` for a field of the
+    model a foreign key points to (joined); ``null``: fields that must be NULL; ``order_by``:
+    a field name, ``-`` in front for descending; ``lock``: ``"update"`` or ``"no_key"`` (FOR
+    NO KEY UPDATE), ignored where the database has no row locks. An empty IN list: no rows,
+    no query."""
+    lists = {field: values, **(within or {})}
+    if not all(lists.values()):
         return []
     connection = connection_for(model, write=True)
-    where = [f"{name(connection, model, field)} IN ({marks(len(values))})"]
-    params = prep(connection, model, field, values)
-    for other, value in (equal or {}).items():
-        where.append(f"{name(connection, model, other)} = %s")
-        params += prep(connection, model, other, [value])
-    sql = "SELECT {} FROM {} WHERE {}".format(  # noqa: S608 - names from _meta
-        names(connection, model, fields), name(connection, model), " AND ".join(where)
+    pk = model._meta.pk
+    assert pk is not None
+    selected = list(fields) or [f.attname for f in model._meta.concrete_fields]
+    if pk.attname not in selected:
+        selected.append(pk.attname)  # raw() builds instances: it needs their key
+    joins: dict[str, str] = {}
+    where, params = [], []
+    for f, in_values in lists.items():
+        where.append(f"{name(connection, model, f)} IN ({marks(len(in_values))})")
+        params += prep(connection, model, f, in_values)
+    for f, value in (equal or {}).items():
+        target, target_field = _target(connection, model, f, joins)
+        where.append(f"{name(connection, target, target_field)} = %s")
+        params += prep(connection, target, target_field, [value])
+    where += [f"{name(connection, model, f)} IS NULL" for f in null]
+    sql = "SELECT {} FROM {}{} WHERE {}".format(  # noqa: S608 - names from _meta
+        names(connection, model, selected),
+        name(connection, model),
+        "".join(joins.values()),
+        " AND ".join(where),
     )
     if order_by:
-        column = name(connection, model, order_by.lstrip("-"))
-        sql += f" ORDER BY {column}{' DESC' if order_by.startswith('-') else ''}"
+        ordered = name(connection, model, order_by.lstrip("-"))
+        sql += f" ORDER BY {ordered}{' DESC' if order_by.startswith('-') else ''}"
     if lock:
         sql += lock_clause(connection, no_key=lock == "no_key")
-    return fetch(connection, [(model, f) for f in fields], sql, params)
+    # _default_manager: Django's documented name for a model's own manager.
+    return list(model._default_manager.raw(sql, params, using=connection.alias))
 
 
-def instances_in(model: type[Model], field: str, values: Sequence[Any]) -> list[Any]:
-    """The rows of ``model`` whose ``field`` is one of ``values``, as instances with every
-    concrete field loaded (unordered)."""
-    attnames = [f.attname for f in model._meta.concrete_fields]
-    alias = connection_for(model, write=True).alias
-    return [
-        model.from_db(alias, attnames, row) for row in select_in(model, attnames, field, values)
-    ]
+@dataclass(frozen=True)
+class KeysFrom:
+    """One part of ``keys_from``: the ``fk`` values of ``model``'s rows whose ``fk`` is one of
+    ``values`` (and, with ``any_positive``, one of those fields above 0), marked ``mark``."""
+
+    model: type[Model]
+    fk: str
+    values: Sequence[Any]
+    mark: int
+    any_positive: Sequence[str] = ()
 
 
-def insert(objs: Sequence[Model]) -> None:
-    """Insert unsaved instances of one model whose primary key is set in Python (a UUID
-    default), as QuerySet.bulk_create would (each field's pre_save, as on an add, then its
-    database preparation; related objects checked as for a save), in as few multi-row
-    statements as the database allows. No signals are sent, as with bulk_create."""
-    if not objs:
-        return
-    model = type(objs[0])
-    meta = model._meta
-    if isinstance(meta.pk, AutoFieldMixin):
-        raise ValueError(f"{model.__name__} has a database-generated key: use bulk_create")
-    connection = connection_for(model, write=True)
-    fields = list(meta.concrete_fields)
-    rows = []
-    for obj in objs:
-        obj._prepare_related_fields_for_save(operation_name="bulk_create")  # type: ignore[attr-defined]
-        rows.append([f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields])
-    columns, table = (
-        ", ".join(connection.ops.quote_name(f.column) for f in fields),
-        name(connection, model),
+MARK = "evalsite_mark"  # the mark's column: no model's field is named so
+
+
+def keys_from(target: type[Model], parts: Sequence[KeysFrom]) -> set[tuple[Any, int]]:
+    """The distinct (primary key of ``target``, mark) pairs the parts find (each ``fk`` a
+    foreign key to ``target``): one UNION statement read through ``target.objects.raw()``, so
+    each key is converted as ``target``'s key is. Parts without values are left out."""
+    parts = [p for p in parts if p.values]
+    if not parts:
+        return set()
+    connection = connection_for(target, write=True)
+    pk = target._meta.pk
+    assert pk is not None
+    as_key, as_mark = column(connection, target, pk.name), connection.ops.quote_name(MARK)
+    selects, params = [], []
+    for p in parts:
+        fk = name(connection, p.model, p.fk)
+        where = f"{fk} IN ({marks(len(p.values))})"
+        if p.any_positive:
+            where += " AND ({})".format(
+                " OR ".join(f"{name(connection, p.model, f)} > 0" for f in p.any_positive)
+            )
+        selects.append(
+            f"SELECT {fk} AS {as_key}, {int(p.mark)} AS {as_mark} "  # noqa: S608 - names from _meta
+            f"FROM {name(connection, p.model)} WHERE {where}"
+        )
+        params += prep(connection, p.model, p.fk, p.values)
+    rows = target._default_manager.raw(" UNION ".join(selects), params, using=connection.alias)
+    return {(row.pk, getattr(row, MARK)) for row in rows}
+
+
+def _target(connection: Any, model: type[Model], path: str, joins: dict[str, str]) -> tuple:
+    """(model, field) that ``path`` names: a field of ``model``, or ``fk__field`` of the model
+    its foreign key ``fk`` points to, whose JOIN is added to ``joins``."""
+    if "__" not in path:
+        return model, path
+    fk_name, field = path.split("__", 1)
+    fk = _field(model, fk_name)
+    related = fk.related_model
+    if not isinstance(related, type) or "__" in field:
+        raise ValueError(f"{model.__name__}.{path}: one foreign key to a model, then a field")
+    target = fk.target_field.attname  # type: ignore[attr-defined]
+    joins[fk_name] = (
+        f" JOIN {name(connection, related)} ON {name(connection, model, fk_name)} = {name(connection, related, target)}"
     )
-    # The database's own limit (SQLite's variables), and PostgreSQL's 65,535 parameters.
-    size = max(1, min(connection.ops.bulk_batch_size(fields, objs), 65535 // len(fields)))
-    row_marks = f"({marks(len(fields))})"
+    return related, field
+
+
+# --- Writes --------------------------------------------------------------------------------------
+
+
+def update_rows(model: type[Model], rows: Sequence[Model], names: Sequence[str]) -> None:
+    """Write the named fields of unsaved instances, by primary key: one prepared UPDATE sent
+    for all rows at once (executemany). Values go through each field's own database
+    preparation, exactly as QuerySet.update would send them, without building a query
+    object per row."""
+    connection = connection_for(model, write=True)
+    fields = [_field(model, n) for n in names]
+    pk = model._meta.pk
+    assert pk is not None
+    sql = "UPDATE {} SET {} WHERE {} = %s".format(  # noqa: S608 - names from _meta
+        name(connection, model),
+        ", ".join(f"{column(connection, model, f.name)} = %s" for f in fields),
+        column(connection, model, pk.name),
+    )
+    params = [
+        [f.get_db_prep_save(getattr(row, f.attname), connection) for f in fields]
+        + [pk.get_db_prep_value(row.pk, connection)]
+        for row in rows
+    ]
+    _send_rows(connection, sql, params)
+
+
+def upsert(
+    model: type[Model],
+    fields: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    unique: Sequence[str],
+    add: Sequence[str] = (),
+    add_nullable: Sequence[str] = (),
+    latest: Sequence[str] = (),
+) -> None:
+    """Insert each row (values in the order of ``fields``) or, where a row with the same
+    ``unique`` fields exists, add to it: ``add`` fields summed, ``add_nullable`` summed with
+    NULL + NULL staying NULL, ``latest`` fields keeping the later non-NULL value. One
+    statement sent once per row (an executemany); pass the rows sorted, so concurrent writers
+    lock shared rows in one order (no deadlock)."""
+    if not rows:
+        return
+    connection = connection_for(model, write=True)
+    col = {f: column(connection, model, f) for f in [*fields, *unique]}
+    table = name(connection, model)
+    greatest = "GREATEST" if connection.vendor == "postgresql" else "MAX"
+    sets = [f"{col[f]} = {table}.{col[f]} + excluded.{col[f]}" for f in add]
+    sets += [
+        f"{col[f]} = CASE WHEN {table}.{col[f]} IS NULL AND excluded.{col[f]} IS NULL THEN NULL "
+        f"ELSE COALESCE({table}.{col[f]}, 0) + COALESCE(excluded.{col[f]}, 0) END"
+        for f in add_nullable
+    ]
+    sets += [
+        f"{col[f]} = COALESCE({greatest}({table}.{col[f]}, excluded.{col[f]}), "
+        f"{table}.{col[f]}, excluded.{col[f]})"
+        for f in latest
+    ]
+    sql = "INSERT INTO {} ({}) VALUES ({}) ON CONFLICT ({}) DO UPDATE SET {}".format(  # noqa: S608 - names from _meta
+        table,
+        ", ".join(col[f] for f in fields),
+        marks(len(fields)),
+        ", ".join(col[f] for f in unique),
+        ", ".join(sets),
+    )
+    prepared = [_field(model, f) for f in fields]
+    params = [
+        [f.get_db_prep_save(v, connection) for f, v in zip(prepared, row, strict=True)]
+        for row in rows
+    ]
+    _send_rows(connection, sql, params)
+
+
+def tables_lock(models: Sequence[type[Model]]) -> None:
+    """Lock the models' tables against concurrent writers (EXCLUSIVE: reads go on) until the
+    transaction ends. PostgreSQL only: SQLite's writers take the whole file anyway."""
+    connection = connection_for(models[0], write=True)
+    if connection.vendor != "postgresql":
+        return
     with connection.cursor() as cursor:
-        for start in range(0, len(rows), size):
-            batch = rows[start : start + size]
-            values = ", ".join([row_marks] * len(batch))
-            sql = f"INSERT INTO {table} ({columns}) VALUES {values}"  # noqa: S608 - names from _meta
-            cursor.execute(sql, [v for row in batch for v in row])
-    for obj in objs:
-        obj._state.adding = False
-        obj._state.db = connection.alias
+        for model in models:
+            cursor.execute(f"LOCK TABLE {name(connection, model)} IN EXCLUSIVE MODE")
 
 
-def _bound(convert: Any, connection: Any) -> Any:
-    """A backend converter cached from one thread's connection, bound to this one's (they are
-    the same code; a converter may read its own connection's settings)."""
-    owner = getattr(convert, "__self__", None)
-    if isinstance(owner, type(connection.ops)) and owner is not connection.ops:
-        return types.MethodType(convert.__func__, connection.ops)
-    return convert
+def _send_rows(connection: Any, sql: str, params: list[list[Any]]) -> None:
+    """``sql`` once per parameter row. One row is sent as a plain execute: psycopg sends an
+    executemany through pipeline mode, which costs more CPU than the statement for one row."""
+    with connection.cursor() as cursor:
+        if len(params) == 1:
+            cursor.execute(sql, params[0])
+        elif params:
+            cursor.executemany(sql, params)
 
 
-@lru_cache(maxsize=256)
-def _converters(
-    alias: str, vendor: str, columns: tuple[tuple[type[Model], str], ...]
-) -> list[tuple[int, list[tuple[Any, Any]]]]:
-    """Per selected column with any, its converters: the backend's, then the field's (the
-    order of django.db.models.sql.compiler.SQLCompiler.get_converters)."""
-    connection = connections[alias]
-    out = []
-    for i, (model, field_name) in enumerate(columns):
-        field = _field(model, field_name)
-        col = field.get_col(model._meta.db_table)
-        chain = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
-        if chain:
-            out.append((i, [(convert, col) for convert in chain]))
-    return out
+# --- PostgreSQL notifications ------------------------------------------------------------------
+
+
+def notify(connection: Any, channels: Sequence[str], payloads: Sequence[str]) -> None:
+    """``pg_notify`` each channel with its payload in one statement, on ``connection`` (a
+    PostgreSQL one: delivered when its transaction commits)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_notify(c, p) FROM unnest(%s::text[], %s::text[]) AS t(c, p)",
+            [list(channels), list(payloads)],
+        )
+
+
+def listen(conn: Any, channels: Iterable[str]) -> None:
+    """LISTEN on every channel, on ``conn`` (a psycopg connection of its own, autocommit): in
+    force when this returns."""
+    conn.execute(
+        sql.SQL("; ").join(sql.SQL("LISTEN {}").format(sql.Identifier(c)) for c in channels)
+    )
+
+
+def unlisten_all(conn: Any) -> None:
+    conn.execute("UNLISTEN *")

@@ -7,8 +7,6 @@ from typing import Any
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from evalsite import rawsql
-
 from .models import ApiKey, JudgeConnection, Membership, Role, Team
 from .services import hash_api_key
 
@@ -35,29 +33,10 @@ def api_key_authenticate(*, raw: str) -> ApiKey | None:
 
 
 def _active_key(hashed: str) -> ApiKey | None:
-    """The active key with this hash and its team: one statement, hand-written (every API
-    call makes it)."""
-    connection = rawsql.connection_for(ApiKey)
-    key_fields = [f.attname for f in ApiKey._meta.concrete_fields]
-    team_fields = [f.attname for f in Team._meta.concrete_fields]
-    sql = "SELECT {}, {} FROM {} JOIN {} ON {} = {} WHERE {} = %s AND {} IS NULL".format(  # noqa: S608
-        rawsql.names(connection, ApiKey, key_fields),
-        rawsql.names(connection, Team, team_fields),
-        rawsql.name(connection, ApiKey),
-        rawsql.name(connection, Team),
-        rawsql.name(connection, ApiKey, "team_id"),
-        rawsql.name(connection, Team, "id"),
-        rawsql.name(connection, ApiKey, "hashed_key"),
-        rawsql.name(connection, ApiKey, "revoked_at"),
-    )
-    columns = [(ApiKey, f) for f in key_fields] + [(Team, f) for f in team_fields]
-    rows = rawsql.fetch(connection, columns, sql, [hashed])
-    if not rows:
-        return None  # hashed_key is unique: at most one row
-    row = rows[0]
-    key = ApiKey.from_db(connection.alias, key_fields, row[: len(key_fields)])
-    key.team = Team.from_db(connection.alias, team_fields, row[len(key_fields) :])
-    return key
+    """The active key with this hash and its team, in one statement (every API call makes it:
+    the ORM, as raw() loads one model per row)."""
+    keys = ApiKey.objects.select_related("team").filter(hashed_key=hashed, revoked_at=None)
+    return keys.first()
 
 
 def team_for_user(*, user, team_id) -> tuple[Team, Membership] | None:

@@ -86,34 +86,16 @@ def review_results_refresh(picked: dict[Any, tuple[Any, Any]]) -> dict[Any, dict
 def _labelled_or_counted(ids: list[Any], aligned: list[Any]) -> set[tuple[Any, bool]]:
     """(run id, True) for the runs with reviewer or alignment labels (``aligned``: the runs
     judged for alignment), (run id, False) for those whose review still counts labels. One
-    statement, hand-written: every write of a result runs it."""
-    if not ids:
-        return set()
-    connection = rawsql.connection_for(RunReview, write=True)
-
-    def part(model: Any, run_ids: list[Any], flag: int, where: str = "") -> tuple[str, list[Any]]:
-        sql = "SELECT {}, {} FROM {} WHERE {} IN ({}){}".format(  # noqa: S608 - names from _meta
-            rawsql.name(connection, model, "run_id"),
-            flag,
-            rawsql.name(connection, model),
-            rawsql.name(connection, model, "run_id"),
-            rawsql.marks(len(run_ids)),
-            where,
-        )
-        return sql, rawsql.prep(connection, model, "run_id", run_ids)
-
-    counted = " AND ({} > 0 OR {} > 0)".format(
-        rawsql.name(connection, RunReview, "labelled"),
-        rawsql.name(connection, RunReview, "reviewers"),
+    fixed-shape read through raw() (every write of a result runs it; evalsite.rawsql)."""
+    found = rawsql.keys_from(
+        AgentRun,
+        [
+            rawsql.KeysFrom(ReviewerLabel, "run", ids, 1),
+            rawsql.KeysFrom(AlignmentLabel, "run", aligned, 1),
+            rawsql.KeysFrom(RunReview, "run", ids, 0, any_positive=("labelled", "reviewers")),
+        ],
     )
-    parts = [part(ReviewerLabel, ids, 1)]
-    if aligned:
-        parts.append(part(AlignmentLabel, aligned, 1))
-    parts.append(part(RunReview, ids, 0, counted))
-    sql = " UNION ".join(sql for sql, _ in parts)
-    params = [p for _, part_params in parts for p in part_params]
-    rows = rawsql.fetch(connection, [(ReviewerLabel, "run_id")], sql, params)
-    return {(run_id, bool(flag)) for run_id, flag in rows}
+    return {(run_id, bool(mark)) for run_id, mark in found}
 
 
 def effective_verdicts(

@@ -38,6 +38,7 @@ from teams.models import Team
 
 from ..models import AgentRun, Evaluation, Status
 from ..models.budget import LIMIT_FIELDS, BudgetCounter, BudgetHold, JudgeBudget
+from .budget_counters import evaluations_usage, hold_release
 from .budget_slices import (
     Slice,
     counter,
@@ -48,7 +49,6 @@ from .budget_slices import (
     slice_return,
     usd_per_token,
 )
-from .budget_sql import evaluations_usage, hold_release
 from .budget_wait import reached_limits
 from .estimates import ANSWER_TOKENS_OVERHEAD, CHARS_PER_TOKEN
 from .evaluations import evaluations_publish

@@ -32,7 +32,7 @@ from django.db.models import Sum
 
 from ..models import Evaluation
 from ..models.budget import BudgetCounter, BudgetPeriod, JudgeBudget
-from .budget_sql import Held, counters_reserve, hold_insert, hold_release
+from .budget_counters import Held, counters_reserve, hold_insert, hold_release
 
 # --- Periods and counters --------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Coroutine
 from dataclasses import dataclass, field, replace
-from functools import lru_cache, partial
+from functools import lru_cache
 from typing import Any, Literal, cast
 
 from django.conf import settings
@@ -170,24 +170,17 @@ _PRIOR = ("id", "team_id", "verdict_key", "satisfied", "reasoning", "reused_from
 
 def _prior_verdicts(teams: list[Any], keys: list[str]) -> list[dict[str, Any]]:
     """The teams' verdicts with these keys from succeeded evaluations, oldest run first: one
-    statement, hand-written (every claimed rubric evaluation runs it)."""
-    connection = rawsql.connection_for(CriterionVerdict)
-    verdict = partial(rawsql.name, connection, CriterionVerdict)
-    evaluation = partial(rawsql.name, connection, Evaluation)
-    joined = f"{verdict()} JOIN {evaluation()} ON {verdict('evaluation_id')} = {evaluation('id')}"
-    where = (
-        f"{verdict('team_id')} IN ({rawsql.marks(len(teams))})"
-        f" AND {verdict('verdict_key')} IN ({rawsql.marks(len(keys))})"
-        f" AND {evaluation('status')} = %s"
+    fixed-shape read through raw() (every claimed rubric evaluation runs it; evalsite.rawsql)."""
+    rows = rawsql.select_in(
+        CriterionVerdict,
+        _PRIOR,
+        "team_id",
+        teams,
+        within={"verdict_key": keys},
+        equal={"evaluation__status": Status.SUCCEEDED},
+        order_by="run_created_at",
     )
-    columns_sql = rawsql.names(connection, CriterionVerdict, _PRIOR)
-    sql = f"SELECT {columns_sql} FROM {joined} WHERE {where} ORDER BY {verdict('run_created_at')}"  # noqa: S608 - names from _meta
-    params = [*rawsql.prep(connection, CriterionVerdict, "team_id", teams), *keys, Status.SUCCEEDED]
-    columns = [(CriterionVerdict, f) for f in _PRIOR]
-    return [
-        dict(zip(_PRIOR, row, strict=True))
-        for row in rawsql.fetch(connection, columns, sql, params)
-    ]
+    return [dict(zip(_PRIOR, row, strict=True)) for row in rows]
 
 
 def rubric_scoring(

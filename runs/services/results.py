@@ -33,7 +33,7 @@ from .rollups_evaluations import (
     rollup_evaluations_ended,
 )
 from .rollups_versions import rollup_versions_judged
-from .run_state import run_refresh, runs_refresh, state_rows, update_rows
+from .run_state import run_refresh, runs_refresh, state_rows
 
 
 def _calls_json(calls: list[Any]) -> list[dict[str, Any]]:
@@ -155,9 +155,7 @@ _RUN_FIELDS = rawsql.model_order(AgentRun, ("id", "team_id", "rubric_id", "creat
 
 def _runs_locked(run_ids: list[Any]) -> dict[Any, AgentRun]:
     """The runs, row-locked in id order (FOR NO KEY UPDATE; hand-written: the hot path)."""
-    rows = rawsql.select_in(AgentRun, _RUN_FIELDS, "id", run_ids, order_by="id", lock="no_key")
-    alias = rawsql.connection_for(AgentRun, write=True).alias
-    runs = [AgentRun.from_db(alias, _RUN_FIELDS, row) for row in rows]
+    runs = rawsql.rows_in(AgentRun, "id", run_ids, fields=_RUN_FIELDS, order_by="id", lock="no_key")
     return {run.pk: run for run in runs}
 
 
@@ -220,10 +218,10 @@ def _write(jobs: list[Finished], runs: dict[Any, AgentRun]) -> None:
         Evaluation.objects.filter(id__in=current.demoted).update(is_current=False)
         CriterionVerdict.objects.filter(evaluation_id__in=current.demoted).update(is_current=False)
     for names, group in updates.items():
-        update_rows(Evaluation, group, names)
+        rawsql.update_rows(Evaluation, group, names)
     written = {e.pk: e for group in updates.values() for e in group}
     if verdicts:
-        rawsql.insert([v for v, _ in verdicts])
+        CriterionVerdict.objects.bulk_create([v for v, _ in verdicts])
     rollup_verdicts_changed(added=verdicts, removed=removed)
     rollup_evaluations_demoted(rows=banded)
     rollup_evaluations_counted(rows=[_ended_row(job.evaluation, written) for job in jobs])

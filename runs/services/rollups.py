@@ -12,10 +12,11 @@ from collections import Counter
 from datetime import UTC, date, datetime
 from typing import Any
 
-from django.db import connections, router, transaction
+from django.db import transaction
 from django.db.models import Count, Max, Q
 from django.db.models.functions import TruncDate
 
+from evalsite import rawsql
 from teams.models import Team
 
 from ..models import AgentRun, CriterionVerdict
@@ -26,7 +27,6 @@ from ..models.rollups import (
     RunDayRollup,
     VersionRollup,
 )
-from .rollup_sql import upsert_rows
 from .rollups_evaluations import recount_evaluations
 from .rollups_versions import recount_versions
 
@@ -103,26 +103,16 @@ def verdict_rollup_rows(*, evaluation_ids: Any) -> list[dict[str, Any]]:
     return [dict(row) for row in rows]
 
 
-def _greatest(vendor: str) -> str:
-    return "GREATEST" if vendor == "postgresql" else "MAX"
-
-
 def _upsert_runs(deltas: dict[RunKey, list[Any]]) -> None:
-    if not deltas:
-        return
-    connection = connections[router.db_for_write(RunDayRollup)]
-    table = connection.ops.quote_name(RunDayRollup._meta.db_table)
-    latest = _greatest(connection.vendor)
-    sql = (
-        f"INSERT INTO {table} (team_id, rubric_ref, day, runs, judged, passed, last_run_at) "  # noqa: S608 - quoted model identifiers
-        "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (team_id, day, rubric_ref) DO UPDATE SET "
-        f"runs = {table}.runs + excluded.runs, judged = {table}.judged + excluded.judged, "
-        f"passed = {table}.passed + excluded.passed, last_run_at = COALESCE("
-        f"{latest}({table}.last_run_at, excluded.last_run_at), {table}.last_run_at, "
-        "excluded.last_run_at)"
-    )
     rows = [[*key, *values] for key, values in sorted(deltas.items(), key=_sort_key)]
-    upsert_rows(connection, RunDayRollup, sql, RUN_COLUMNS, rows)
+    rawsql.upsert(
+        RunDayRollup,
+        RUN_COLUMNS,
+        rows,
+        unique=("team", "day", "rubric_ref"),
+        add=("runs", "judged", "passed"),
+        latest=("last_run_at",),
+    )
 
 
 RUN_COLUMNS = ("team", "rubric_ref", "day", "runs", "judged", "passed", "last_run_at")
@@ -130,18 +120,13 @@ CRITERION_COLUMNS = ("team", "rubric_ref", "version_ref", "criterion_ref", "day"
 
 
 def _upsert_criteria(deltas: dict[CriterionKey, tuple[int, int]]) -> None:
-    if not deltas:
-        return
-    connection = connections[router.db_for_write(CriterionDayRollup)]
-    table = connection.ops.quote_name(CriterionDayRollup._meta.db_table)
-    sql = (
-        f"INSERT INTO {table} (team_id, rubric_ref, version_ref, criterion_ref, day, judged, "  # noqa: S608 - quoted model identifiers
-        "failed) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (criterion_ref, day) DO UPDATE "
-        f"SET judged = {table}.judged + excluded.judged, failed = {table}.failed + excluded.failed"
-    )
     items = sorted(deltas.items(), key=lambda kv: (str(kv[0][3]), kv[0][4]))
-    upsert_rows(
-        connection, CriterionDayRollup, sql, CRITERION_COLUMNS, [[*k, *v] for k, v in items]
+    rawsql.upsert(
+        CriterionDayRollup,
+        CRITERION_COLUMNS,
+        [[*k, *v] for k, v in items],
+        unique=("criterion_ref", "day"),
+        add=("judged", "failed"),
     )
 
 
@@ -162,12 +147,7 @@ def rollups_rebuild(*, team: Team | None = None) -> dict[str, int]:
     (they wait, then add their own deltas to the recount). Counts of raw rows that retention
     already deleted are lost: the recount holds only what is still stored."""
     with transaction.atomic():
-        connection = connections[router.db_for_write(RunDayRollup)]
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                for model in ROLLUPS:
-                    table = connection.ops.quote_name(model._meta.db_table)
-                    cursor.execute(f"LOCK TABLE {table} IN EXCLUSIVE MODE")
+        rawsql.tables_lock(ROLLUPS)
         scope = {"team": team} if team is not None else {}
         for model in ROLLUPS:
             model.objects.filter(**scope).delete()

@@ -8,13 +8,13 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime
 from typing import Any
 
-from django.db import connections, router
 from django.db.models import Case, Count, F, Q, Sum, Value, When
 from django.db.models.functions import TruncDate
 
+from evalsite import rawsql
+
 from ..models import FINAL_STATUSES, Evaluation, Kind
 from ..models.rollups import EvaluationDayRollup
-from .rollup_sql import upsert_rows
 
 EvalKey = tuple[Any, date, str, str, str]  # (team id, day, kind, status, band)
 FIELDS = ("team_id", "created_at", "kind", "status", "is_current", "band", "prompt_tokens",
@@ -77,22 +77,16 @@ def _add(deltas: dict[EvalKey, list[Any]], key: EvalKey, row: dict[str, Any], si
 
 
 def _upsert(deltas: dict[EvalKey, list[Any]]) -> None:
-    if not deltas:
-        return
-    connection = connections[router.db_for_write(EvaluationDayRollup)]
-    t = connection.ops.quote_name(EvaluationDayRollup._meta.db_table)
-    sql = (
-        f"INSERT INTO {t} (team_id, day, kind, status, band, evaluations, tokens, cost, calls) "  # noqa: S608 - quoted model identifiers
-        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
-        "ON CONFLICT (team_id, day, kind, status, band) DO UPDATE SET "
-        f"evaluations = {t}.evaluations + excluded.evaluations, "
-        f"tokens = {t}.tokens + excluded.tokens, calls = {t}.calls + excluded.calls, "
-        f"cost = CASE WHEN {t}.cost IS NULL AND excluded.cost IS NULL THEN NULL "
-        f"ELSE COALESCE({t}.cost, 0) + COALESCE(excluded.cost, 0) END"
-    )
     # Sorted keys: concurrent writers lock shared rows in one order (no deadlock).
     items = sorted(deltas.items(), key=lambda kv: (str(kv[0][0]), *kv[0][1:]))
-    upsert_rows(connection, EvaluationDayRollup, sql, COLUMNS, [[*k, *v] for k, v in items])
+    rawsql.upsert(
+        EvaluationDayRollup,
+        COLUMNS,
+        [[*k, *v] for k, v in items],
+        unique=("team", "day", "kind", "status", "band"),
+        add=("evaluations", "tokens", "calls"),
+        add_nullable=("cost",),
+    )
 
 
 def recount_evaluations(scope: dict[str, Any]) -> list[EvaluationDayRollup]:

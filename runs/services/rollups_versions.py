@@ -16,12 +16,12 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from django.db import connections, router
 from django.db.models import Count
+
+from evalsite import rawsql
 
 from ..models import Evaluation, Status
 from ..models.rollups import VersionRollup
-from .rollup_sql import upsert_rows
 
 Judged = tuple[Any, Any, Any]  # (team id, rubric version id, run id)
 COLUMNS = ("team", "version_ref", "runs_judged")
@@ -50,16 +50,13 @@ def rollup_versions_judged(*, judged: Iterable[Judged], before: Iterable[dict[st
 def _upsert(rows: list[tuple[Any, Any, int]]) -> None:
     """One statement (an executemany) for every version of the write, in version order so
     concurrent writers lock shared rows in one order."""
-    if not rows:
-        return
-    connection = connections[router.db_for_write(VersionRollup)]
-    table = connection.ops.quote_name(VersionRollup._meta.db_table)
-    sql = (
-        f"INSERT INTO {table} (team_id, version_ref, runs_judged) "  # noqa: S608 - quoted model identifiers
-        "VALUES (%s, %s, %s) ON CONFLICT (version_ref) DO UPDATE SET "
-        f"runs_judged = {table}.runs_judged + excluded.runs_judged"
+    rawsql.upsert(
+        VersionRollup,
+        COLUMNS,
+        [list(row) for row in rows],
+        unique=("version_ref",),
+        add=("runs_judged",),
     )
-    upsert_rows(connection, VersionRollup, sql, COLUMNS, [list(row) for row in rows])
 
 
 def recount_versions(scope: dict[str, Any]) -> list[VersionRollup]:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import connections, router, transaction
+from django.db import transaction
 
 from evalsite import rawsql
 from judge_engine.rules import RESULT_FIELDS, result_whole
 
 from ..hooks import result_adjusters
 from ..models import AgentRun, Evaluation, Kind, Status
-from .rollup_sql import send_rows
 from .rollups import rollup_runs_changed
 
 
@@ -101,7 +100,7 @@ def _write_runs(fields: dict[Any, dict[str, Any]]) -> None:
     for run_id, values in fields.items():
         groups.setdefault(tuple(sorted(values)), []).append(AgentRun(pk=run_id, **values))
     for names, group in groups.items():
-        update_rows(AgentRun, group, names)
+        rawsql.update_rows(AgentRun, group, names)
 
 
 def _before(run_ids: list[Any]) -> dict[Any, tuple]:
@@ -112,28 +111,6 @@ def _before(run_ids: list[Any]) -> dict[Any, tuple]:
         runs = runs.select_for_update(no_key=True)
     rows = runs.values_list("pk", "team_id", "rubric_id", "created_at", "passed")
     return {pk: tuple(rest) for pk, *rest in rows}
-
-
-def update_rows(model: Any, rows: list[Any], names: tuple[str, ...]) -> None:
-    """Write the named fields of unsaved instances, by primary key: one prepared UPDATE sent
-    for all rows at once (executemany). Values go through each field's own database
-    preparation, exactly as QuerySet.update would send them, without building a query
-    object per row."""
-    connection = connections[router.db_for_write(model)]
-    fields = [model._meta.get_field(name) for name in names]
-    pk = model._meta.pk
-    quote = connection.ops.quote_name
-    sql = "UPDATE {} SET {} WHERE {} = %s".format(  # noqa: S608 - quoted model identifiers
-        quote(model._meta.db_table),
-        ", ".join(f"{quote(f.column)} = %s" for f in fields),
-        quote(pk.column),
-    )
-    params = [
-        [f.get_db_prep_save(getattr(row, f.attname), connection) for f in fields]
-        + [pk.get_db_prep_value(row.pk, connection)]
-        for row in rows
-    ]
-    send_rows(connection, sql, params)
 
 
 def _run_status(evaluations: list[dict[str, Any]]) -> str:
