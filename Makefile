@@ -35,18 +35,20 @@ run: install-run
 	./scripts/run
 
 ## Run the whole test suite (installs Debian's chromium for the browser tests, and nodejs and
-## npm for the Mastra client's, if missing).
+## npm for the Mastra client's, if missing): scripts/test, its two passes.
 test: install
 	./scripts/ensure-chromium
 	./scripts/ensure-node
-	$(BIN)/pytest
+	./scripts/test
 
-## The inner loop: everything but the tests that start Celery workers or drive a browser.
+## The inner loop: everything but the tests that start Celery workers or drive a browser,
+## on every core (pytest-xdist).
 test-fast: install
-	$(BIN)/pytest -m "not worker and not browser"
+	$(BIN)/pytest -m "not worker and not browser" -n auto
 
+## The whole suite without installing anything.
 test-only:
-	$(BIN)/pytest
+	./scripts/test
 
 lint: install
 	$(BIN)/ruff check .

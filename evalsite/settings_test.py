@@ -10,8 +10,35 @@ PostgreSQL and Redis).
 import os
 import shutil
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 _ROOT = Path(__file__).resolve().parent.parent / ".testdata"
+
+
+def _isolate_xdist_worker(worker: str) -> None:
+    """Under pytest-xdist each worker process (gw0, gw1, …) is a test session of its own: its
+    run id, data folder and (on Redis) database number get the worker's suffix, once. The
+    processes it starts inherit the result (EVALSITE_TEST_XDIST says it is applied)."""
+    if os.environ.get("EVALSITE_TEST_XDIST") == worker:
+        return
+    os.environ["EVALSITE_TEST_XDIST"] = worker
+    base = os.environ.get("EVALSITE_TEST_RUN_ID") or str(os.getppid())
+    os.environ["EVALSITE_TEST_RUN_ID"] = f"{base}_{worker}"
+    data = os.environ.get("EVALSITE_DATA_DIR") or str(_ROOT / base)
+    os.environ["EVALSITE_DATA_DIR"] = os.path.join(data, worker)
+    broker = os.environ.get("CELERY_BROKER_URL", "")
+    if broker.startswith(("redis://", "rediss://")):
+        # Rate-limit buckets and notifications use fixed key names: one database per worker.
+        url = urlsplit(broker)
+        db = url.path.strip("/")
+        number = (int(db) if db.isdigit() else 0) + int(worker.removeprefix("gw"))
+        if number > 15:
+            raise RuntimeError(f"{broker}: too many xdist workers for Redis databases 0-15")
+        os.environ["CELERY_BROKER_URL"] = urlunsplit(url._replace(path=f"/{number}"))
+
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    _isolate_xdist_worker(os.environ["PYTEST_XDIST_WORKER"])
 RUN_ID = os.environ.setdefault("EVALSITE_TEST_RUN_ID", str(os.getpid()))
 # Test receivers listen on 127.0.0.1; the guard's own tests switch this off again.
 os.environ.setdefault("EVALSITE_WEBHOOK_ALLOW_PRIVATE", "1")

@@ -4,9 +4,14 @@ failure, not a skip: scripts/ensure-node installs them."""
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -17,6 +22,19 @@ MIN_NODE = 20  # what the tests run on here (Debian's nodejs); @mastra/core 1.71
 def node_env(**extra: str) -> dict[str, str]:
     """The environment of every Node process the tests start: Mastra's telemetry off."""
     return os.environ | {"MASTRA_TELEMETRY_DISABLED": "1", "NO_COLOR": "1"} | extra
+
+
+@contextmanager
+def project_lock(project: Path) -> Iterator[None]:
+    """Held while npm installs or builds in ``project``: test processes running side by side
+    (pytest-xdist) never write the same node_modules or dist/ at once."""
+    digest = hashlib.sha256(str(project.resolve()).encode()).hexdigest()[:16]
+    with open(Path(tempfile.gettempdir()) / f"evalsite-npm-{digest}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _installed_is_stale(project: Path) -> bool:
@@ -35,10 +53,11 @@ def npm_project(project: Path) -> tuple[str, str]:
     version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout
     if int(version.lstrip("v").split(".")[0]) < MIN_NODE:
         pytest.fail(f"{project.name} needs Node {MIN_NODE} or newer, found {version.strip()}")
-    if _installed_is_stale(project):
-        done = subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund"],
-            cwd=project, env=node_env(), capture_output=True, text=True, timeout=600,
-        )  # fmt: skip
-        assert done.returncode == 0, f"npm ci failed:\n{done.stdout}\n{done.stderr}"
+    with project_lock(project):
+        if _installed_is_stale(project):
+            done = subprocess.run(
+                [npm, "ci", "--no-audit", "--no-fund"],
+                cwd=project, env=node_env(), capture_output=True, text=True, timeout=600,
+            )  # fmt: skip
+            assert done.returncode == 0, f"npm ci failed:\n{done.stdout}\n{done.stderr}"
     return node, npm

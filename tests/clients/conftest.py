@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import ROOT
-from tests.node import node_env, npm_project  # noqa: F401 - node_env: the tests import it here
+from tests.node import node_env, npm_project, project_lock  # noqa: F401 - the tests import them here
 
 MASTRA = ROOT / "clients" / "mastra"
 

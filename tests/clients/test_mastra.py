@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from tests.clients.conftest import MASTRA, node_env
+from tests.clients.conftest import MASTRA, node_env, project_lock
 
 pytestmark = pytest.mark.worker
 
@@ -23,9 +23,10 @@ def test_a_mastra_agent_loops_on_an_evalsite_rubric_until_it_passes(
         EVALSITE_URL=live_server.url, EVALSITE_API_KEY=api_key, EVALSITE_RUBRIC=rubric.slug
     )
 
-    done = subprocess.run(
-        [mastra_package, "test"],
-        cwd=MASTRA, env=env, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+    with project_lock(MASTRA):  # `npm test` builds dist/ first, as `npm pack` does
+        done = subprocess.run(
+            [mastra_package, "test"],
+            cwd=MASTRA, env=env, capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
 
     assert done.returncode == 0, f"npm test failed:\n{done.stdout}\n{done.stderr}"

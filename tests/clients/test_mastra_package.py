@@ -9,7 +9,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from tests.clients.conftest import MASTRA, node_env
+from tests.clients.conftest import MASTRA, node_env, project_lock
 
 CONSUMER = """
 import assert from 'node:assert/strict';
@@ -48,7 +48,8 @@ def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def test_the_packed_tarball_installs_into_a_fresh_project_and_scores(mastra_package, tmp_path):
     npm = mastra_package
-    packed = _run([npm, "pack", "--json", "--pack-destination", str(tmp_path)], MASTRA)
+    with project_lock(MASTRA):  # `npm pack` builds dist/ (the package's prepare script)
+        packed = _run([npm, "pack", "--json", "--pack-destination", str(tmp_path)], MASTRA)
     [tarball] = json.loads(packed.stdout[packed.stdout.index("[") :])
     files = {f["path"] for f in tarball["files"]}
     assert {"package.json", "README.md", "LICENSE", "dist/index.js", "dist/index.d.ts"} <= files
