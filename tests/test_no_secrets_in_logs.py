@@ -176,7 +176,11 @@ SHAPES = [
 ]
 
 
-@pytest.mark.parametrize("secret", SHAPES)
+# Named, not shown: the secrets are random, and xdist workers must collect the same test ids.
+SHAPE_NAMES = ["api-key", "webhook-secret", "invite-token", "provider-key", "anthropic-key"]
+
+
+@pytest.mark.parametrize("secret", SHAPES, ids=SHAPE_NAMES)
 def test_the_filter_redacts_every_secret_shape_in_the_message_its_arguments_and_traceback(
     secret,
 ):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 from django.test import Client
 
@@ -12,7 +10,7 @@ from teams.services import api_key_create, api_key_revoke
 from tests.api_client import Api, assert_error
 from tests.conftest import run_payload
 
-SOME_ID = str(uuid.uuid4())
+SOME_ID = "4c1d7b3e-0f52-4a8e-9d6b-2f7a1c9e5b10"  # fixed: xdist workers must collect the same ids
 ENDPOINTS = [
     ("GET", "/rubrics"),
     ("POST", "/rubrics"),

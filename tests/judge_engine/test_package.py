@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGE = ROOT / "runs" / "scoring"
+PACKAGE = ROOT / "judge_engine"
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -64,7 +64,7 @@ def readme_promises() -> set[str]:
     errors a caller catches."""
     readme = (ROOT / "README.md").read_text()
     section = readme.split("## Score inside your own agent loop", 1)[1].split("\n## ", 1)[0]
-    imported = re.findall(r"from runs\.scoring import ([\w, ]+)", section)
+    imported = re.findall(r"from judge_engine import ([\w, ]+)", section)
     names = {n.strip() for line in imported for n in line.split(",")}
     return names | set(re.findall(r"`(\w+(?:Error|Output))`", section))
 
