@@ -176,7 +176,11 @@ SHAPES = [
 ]
 
 
-@pytest.mark.parametrize("secret", SHAPES)
+# Named, not shown: the same test ids on every pytest-xdist process.
+SHAPE_NAMES = ["api key", "webhook secret", "invite token", "openai key", "anthropic key"]
+
+
+@pytest.mark.parametrize("secret", SHAPES, ids=SHAPE_NAMES)
 def test_the_filter_redacts_every_secret_shape_in_the_message_its_arguments_and_traceback(
     secret,
 ):
