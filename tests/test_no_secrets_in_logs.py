@@ -176,8 +176,8 @@ SHAPES = [
 ]
 
 
-# Named, not shown: the secrets are random, and xdist workers must collect the same test ids.
-SHAPE_NAMES = ["api-key", "webhook-secret", "invite-token", "provider-key", "anthropic-key"]
+# Named, not shown: the same test ids on every pytest-xdist process.
+SHAPE_NAMES = ["api key", "webhook secret", "invite token", "openai key", "anthropic key"]
 
 
 @pytest.mark.parametrize("secret", SHAPES, ids=SHAPE_NAMES)

@@ -27,19 +27,21 @@ ENDPOINTS = [
     ("GET", f"/evaluations/{SOME_ID}"),
     ("POST", "/score"),
 ]
+# Test ids without the random id: the same on every pytest-xdist process.
+ENDPOINT_IDS = [f"{method}-{path.replace(SOME_ID, '<id>')}" for method, path in ENDPOINTS]
 
 
 def call(api: Api, method: str, path: str):
     return api.get(path) if method == "GET" else api.send(method, path, {})
 
 
-@pytest.mark.parametrize(("method", "path"), ENDPOINTS)
+@pytest.mark.parametrize(("method", "path"), ENDPOINTS, ids=ENDPOINT_IDS)
 def test_every_endpoint_answers_401_without_a_key(anon, method, path):
     body = assert_error(call(anon, method, path), 401)
     assert "Bearer" in body["message"]
 
 
-@pytest.mark.parametrize(("method", "path"), ENDPOINTS)
+@pytest.mark.parametrize(("method", "path"), ENDPOINTS, ids=ENDPOINT_IDS)
 def test_every_endpoint_answers_401_with_a_revoked_key(team, method, path):
     key, raw = api_key_create(team=team, name="old")
     api_key_revoke(key=key)
