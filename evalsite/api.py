@@ -275,7 +275,7 @@ api.add_router("/rubrics", "rubrics.api.router")
 api.add_router("/connections", "teams.api_connections.router")
 api.add_router("/team/invites", "teams.api_invites.router")
 api.add_router("/team", "teams.api_team.router")
-# Before runs.api: its /runs/{run_id} would take /runs/export for a run id.
+# Mounted in any order: every path is answered by one route (tests/api/test_routes_unique.py).
 api.add_router("", "reviews.api_export.router")
 api.add_router("", "runs.api.router")
 api.add_router("", "runs.api_rescore.router")

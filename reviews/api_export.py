@@ -1,4 +1,4 @@
-"""The runs export over the API: GET /api/runs/export (mounted before /runs/{run_id})."""
+"""The runs export over the API: GET /api/runs/export (never taken for a run id: runs.api.RunRef)."""
 
 from __future__ import annotations
 

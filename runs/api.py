@@ -5,6 +5,7 @@ from __future__ import annotations
 from uuid import UUID
 
 from django.http import Http404, HttpRequest
+from django.urls import register_converter
 from ninja import Query, Router, Schema, Status
 
 from evalsite.schemas import INT_MAX, ValidationErrorOut, with_errors
@@ -41,6 +42,25 @@ from .services.ingest import run_store
 from .services.score import score_await, score_submit, score_waiting_slot
 
 router = Router(tags=["runs"])
+
+
+class RunRef:
+    """A run id in /runs/{run_id}: any one path segment but the words of sibling routes
+    (/runs/bulk here, /runs/export in reviews.api_export), so which route answers never
+    depends on the order routers are mounted in (tests/api/test_routes_unique.py). The id is
+    validated as a UUID by the operation (a 422 naming run_id, as for any parameter)."""
+
+    WORDS = ("bulk", "export")
+    regex = rf"(?!(?:{'|'.join(WORDS)})(?![^/]))[^/]+"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: object) -> str:
+        return str(value)
+
+
+register_converter(RunRef, "runref")
 
 
 @router.post("/runs", response=with_errors({200: RunOut, 201: RunOut}, 400, 409, 413))
@@ -108,7 +128,7 @@ def list_runs(
     return {"items": [run_list_item_out(r) for r in page.items], "next_cursor": page.next_cursor}
 
 
-@router.get("/runs/{run_id}", response=with_errors({200: RunOut}, 404))
+@router.get("/runs/{runref:run_id}", response=with_errors({200: RunOut}, 404))
 def get_run(request: HttpRequest, run_id: UUID):
     """A run with its newest evaluation per kind and rubric, verdicts and alignment."""
     run = run_get(team=caller(request).team, run_id=run_id)
@@ -117,7 +137,7 @@ def get_run(request: HttpRequest, run_id: UUID):
     return run_out(run, evaluations_for_run(run=run))
 
 
-@router.delete("/runs/{run_id}", response=with_errors({204: None}, 403, 404, 409))
+@router.delete("/runs/{runref:run_id}", response=with_errors({204: None}, 403, 404, 409))
 def delete_run(
     request: HttpRequest,
     run_id: UUID,
