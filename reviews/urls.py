@@ -1,8 +1,6 @@
 from django.urls import path
 
-from rubrics import views_compare
-
-from . import views, views_alerts, views_calibration, views_review
+from . import views, views_alerts, views_calibration, views_compare, views_review
 
 app_name = "reviews"
 
@@ -48,7 +46,7 @@ urlpatterns = [
     path("<uuid:rubric_id>/flags/", views.rubric_flags, name="rubric_flags"),
     path("calibrations/<uuid:calibration_id>/", views_calibration.calibration, name="calibration"),
     path("runs/<uuid:run_id>/panel/", views.run_panel, name="run_panel"),
-    # Comparisons and the publishing gate (rubrics.views_compare).
+    # Comparisons and the publishing gate (reviews.views_compare).
     path("comparisons/<uuid:comparison_id>/", views_compare.comparison, name="comparison"),
     path(
         "comparisons/<uuid:comparison_id>/export.<str:fmt>",

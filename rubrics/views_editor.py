@@ -13,6 +13,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from evalsite.errors import page_message
+from reviews.views_compare import gated_save
 from runs.selectors import rubric_stats
 from runs.services.try_it import rubric_try
 from teams.access import TeamRequest, editor_required, team_required
@@ -54,7 +55,6 @@ from .views_common import (
     rubric_or_404,
     within_cap,
 )
-from .views_compare import gated_save
 from .views_working_copy import restored_editor
 from .working_copy import working_copy_discard, working_copy_revision
 

@@ -1,4 +1,4 @@
-"""The comparison report: two sides judged on the same runs (runs.services.compare), per
+"""The comparison report: two sides judged on the same runs (reviews.services.comparisons), per
 criterion and per run, with agreement with the human labels on both sides.
 
 Criteria follow their keys across versions (a reworded criterion keeps its key). A label counts
@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rubrics.models import Criterion
-from runs.models import AgentRun, Comparison, CriterionVerdict, Evaluation, Status
+from runs.models import AgentRun, CriterionVerdict, Evaluation, Status
 from runs.selectors import BatchProgress, batches_progress
 
 from ..effective import text_hash
-from ..models import VerdictLabel
+from ..models import Comparison, VerdictLabel
 from ..stats import Agreement, agreement_of, confusion_of
 
 FLIPS_SHOWN = 50  # run links listed per criterion and direction (the counts are exact)

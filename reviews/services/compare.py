@@ -1,7 +1,7 @@
 """Starting comparisons: the sides (a version, a draft, a judge model) and the sample of runs
 (the newest runs of the rubric, the runs list's filters, listed runs, the golden set or the
 labelled runs), resolved here because golden and labelled sets live in reviews; the batches
-themselves are made by runs.services.compare."""
+themselves are made by reviews.services.comparisons."""
 
 from __future__ import annotations
 
@@ -11,17 +11,17 @@ from typing import Any
 from rubrics.drafts import draft_create
 from rubrics.models import Rubric, RubricVersion
 from rubrics.services import RubricValidationError
-from runs.models import AgentRun, Comparison, ComparisonPurpose
-from runs.services.compare import (
+from runs.models import AgentRun
+from runs.services.rescore_scope import RescoreScope, RescoreValidationError, scope_run_ids
+from teams.models import Team
+
+from ..models import Comparison, ComparisonPurpose, RunReview, VerdictLabel
+from .comparisons import (
     ComparisonValidationError,
     Side,
     comparison_create,
     comparison_estimate,
 )
-from runs.services.rescore_scope import RescoreScope, RescoreValidationError, scope_run_ids
-from teams.models import Team
-
-from ..models import RunReview, VerdictLabel
 
 SAMPLE_KINDS = ("latest", "filter", "runs", "golden", "labelled")
 MAX_LATEST = 5_000

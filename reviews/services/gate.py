@@ -26,17 +26,10 @@ from evalsite.errors import AppError, Conflict
 from judge_engine import display_round
 from rubrics.drafts import NotADraft, draft_publish
 from rubrics.models import Rubric, RubricVersion
-from runs.models import (
-    PENDING_STATUSES,
-    Comparison,
-    ComparisonPurpose,
-    Evaluation,
-    GateState,
-    Status,
-)
+from runs.models import PENDING_STATUSES, Evaluation, Status
 from teams.models import Team
 
-from ..models import VerdictLabel
+from ..models import Comparison, ComparisonPurpose, GateState, VerdictLabel
 from ..selectors.compare import ComparisonReport, comparison_report, comparison_report_json
 from .compare import SampleIn, SideIn, comparison_start, golden_run_ids
 from .errors import ReviewValidationError

@@ -10,7 +10,6 @@ counts). OpenTelemetry ingest's staged spans and service defaults live with thei
 from ..otel.models import OtelRejection, OtelServiceRubric, OtelSpan
 from .batches import BatchStatus, RescoreBatch
 from .budget import LIMIT_FIELDS, BudgetCounter, BudgetHold, BudgetPeriod, JudgeBudget
-from .compare import Comparison, ComparisonPurpose, GateState
 from .evaluations import AlignmentBreakdown, CriterionVerdict, Evaluation, Perspective
 from .rollups import (
     NO_RUBRIC,
@@ -33,13 +32,10 @@ __all__ = [
     "BudgetCounter",
     "BudgetHold",
     "BudgetPeriod",
-    "Comparison",
-    "ComparisonPurpose",
     "CriterionDayRollup",
     "CriterionVerdict",
     "Evaluation",
     "EvaluationDayRollup",
-    "GateState",
     "JudgeBudget",
     "Kind",
     "OtelRejection",

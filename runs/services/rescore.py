@@ -253,7 +253,7 @@ def _create(
 ) -> tuple[RescoreBatch, bool]:
     """The batch_create transaction: the batch (``row``), its held evaluations, its estimate."""
     with transaction.atomic():
-        _check_active_batches(row["team"])
+        rescore_active_check(row["team"])
         batch = RescoreBatch.objects.create(**row)
         version, force = row["rubric_version"], row["force"]
         queued = _insert_evaluations(batch, run_ids, version, model_override)
@@ -267,11 +267,11 @@ def _create(
         batch.save(update_fields=["estimate", "total"])
         _mark_runs_queued(queued)
         batch_id = batch.pk
-        transaction.on_commit(lambda: _after_create(batch_id), robust=True)
+        transaction.on_commit(lambda: rescore_after_create(batch_id), robust=True)
     return batch, True
 
 
-def _check_active_batches(team: Team) -> None:
+def rescore_active_check(team: Team) -> None:
     """Refuse a new batch while the team has EVALSITE_TEAM_MAX_ACTIVE_BATCHES unfinished ones
     (0: no cap). The team's row lock makes concurrent creations count one after another
     (PostgreSQL; SQLite writes one at a time anyway); NO KEY, so rows that merely refer to
@@ -311,7 +311,7 @@ def _same_request(key: str, batch: RescoreBatch, asked: str) -> RescoreBatch:
     return batch
 
 
-def _after_create(batch_id: Any) -> None:
+def rescore_after_create(batch_id: Any) -> None:
     if not batch_finish_if_done(batch_id=batch_id):
         batch_dispatch(batch_id=batch_id)
 

@@ -6,7 +6,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from runs.models import Comparison
+from reviews.models import Comparison
 from tests.reviews.conftest import CRITERIA, FAILING, PASSING, judge_pending
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -8,15 +8,16 @@ from typing import Any
 import pytest
 
 from evalsite.errors import Conflict
+from reviews.models import GateState
 from reviews.selectors.compare import comparison_report, comparison_report_json
 from reviews.services import override_create, review_confirm
 from reviews.services.compare import SampleIn, SideIn, comparison_start
+from reviews.services.comparisons import ComparisonValidationError
 from reviews.services.errors import ReviewValidationError
 from reviews.services.gate import GateRefused, OwnersOnly, gate_set, publish_request
 from rubrics.drafts import draft_create
 from rubrics.models import RubricVersion
-from runs.models import AgentRun, Evaluation, GateState
-from runs.services.compare import ComparisonValidationError
+from runs.models import AgentRun, Evaluation
 
 from .conftest import FAILING, PASSING, judge_pending
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from reviews.models import Comparison, GateState
 from reviews.services import Reviewer, review_confirm
 from rubrics.examples import example_add
 from rubrics.models import RubricVersion
-from runs.models import Comparison, Evaluation, GateState, Status
+from runs.models import Evaluation, Status
 from tests.api_client import assert_error
 from tests.conftest import SUPPORT_CRITERIA, wait_for
 

@@ -10,9 +10,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from reviews.models import Comparison, GateState
 from reviews.services.gate import gate_set
 from rubrics.models import RubricVersion, WorkingCopy
-from runs.models import Comparison, GateState
 from tests.rubrics.test_views import draft_post
 
 from .conftest import judge_pending

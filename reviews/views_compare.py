@@ -21,12 +21,13 @@ from rubrics.drafts import draft_create
 from rubrics.forms import CriteriaFormSet, DraftViewForm, draft_criteria, draft_rows_from_formset
 from rubrics.models import Rubric, RubricVersion
 from rubrics.working_copy import working_copy_discard
-from runs.api_compare import export_response
-from runs.models import Comparison, ComparisonPurpose, GateState
-from runs.services.compare import comparison_get
 from runs.services.rescore_estimate import estimate_needs_confirmation
 from teams.access import editor_required, team_object_or_404, team_required
 from teams.models import Role
+
+from .api_compare import export_response
+from .models import Comparison, ComparisonPurpose, GateState
+from .services.comparisons import comparison_get
 
 
 def _rubric(request: HttpRequest, rubric_id: Any) -> Rubric:

@@ -27,12 +27,10 @@ from django.db import IntegrityError, transaction
 from evalsite.errors import Conflict, FieldErrors
 from judge_engine import JudgeConfig
 from rubrics.models import Rubric, RubricVersion
-from teams.models import Team
-
-from ..models import AgentRun, Comparison, ComparisonPurpose, Evaluation, Kind, RescoreBatch
-from .evaluations import evaluation_build
-from .rescore import _after_create, _check_active_batches
-from .rescore_estimate import (
+from runs.models import AgentRun, Evaluation, Kind, RescoreBatch
+from runs.services.evaluations import evaluation_build
+from runs.services.rescore import rescore_active_check, rescore_after_create
+from runs.services.rescore_estimate import (
     Estimate,
     batch_judge,
     estimate_from,
@@ -40,7 +38,10 @@ from .rescore_estimate import (
     plan_build,
     version_specs,
 )
-from .rescore_scope import chunks
+from runs.services.rescore_scope import chunks
+from teams.models import Team
+
+from ..models import Comparison, ComparisonPurpose
 
 
 class ComparisonValidationError(FieldErrors):
@@ -192,7 +193,7 @@ def _create(
     user: Any,
 ) -> tuple[Comparison, bool]:
     with transaction.atomic():
-        _check_active_batches(team)
+        rescore_active_check(team)
         comparison = Comparison.objects.create(
             team=team, rubric=rubric, version_a=ra.version, version_b=rb.version,
             judge_a=ra.config.model, judge_b=rb.config.model, sample=sample, runs=len(run_ids),
@@ -203,7 +204,7 @@ def _create(
         comparison.batch_b = _side_batch(comparison, "b", rb, run_ids, user)
         comparison.save(update_fields=["batch_a", "batch_b"])
         for batch_id in (comparison.batch_a.pk, comparison.batch_b.pk):
-            transaction.on_commit(partial(_after_create, batch_id), robust=True)
+            transaction.on_commit(partial(rescore_after_create, batch_id), robust=True)
     return comparison, True
 
 

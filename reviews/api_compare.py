@@ -25,15 +25,15 @@ from reviews.selectors.compare import (
     comparison_report,
     comparison_report_json,
 )
-from reviews.services.compare import SampleIn, SideIn, comparison_start
 from reviews.services.gate import gate_set, publish_request
 from rubrics.drafts import draft_create
 from rubrics.models import RubricVersion
 from rubrics.selectors import rubric_get
+from runs.services.rescore_scope import RescoreScope
 from teams.api import caller, editor
 
-from .services.compare import comparison_get
-from .services.rescore_scope import RescoreScope
+from .services.compare import SampleIn, SideIn, comparison_start
+from .services.comparisons import comparison_get
 
 router = Router(tags=["comparisons"])
 

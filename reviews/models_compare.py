@@ -1,5 +1,5 @@
 """Comparisons: two sides (versions, a draft, or judge models) judged on the same runs
-(made by runs.services.compare)."""
+(made by reviews.services.comparisons)."""
 
 from __future__ import annotations
 
@@ -62,6 +62,9 @@ class Comparison(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        # The table keeps the name it had when comparisons lived in runs (migrations
+        # runs/0019 and reviews/0004 moved the model, not the data).
+        db_table = "runs_comparison"
         ordering = ["-created_at"]
         constraints = [
             models.UniqueConstraint(
