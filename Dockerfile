@@ -9,7 +9,9 @@ COPY pyproject.toml constraints.txt README.md ./
 COPY evalsite evalsite
 COPY teams teams
 COPY rubrics rubrics
+COPY judge_engine judge_engine
 COPY runs runs
+COPY judging judging
 COPY reviews reviews
 RUN pip install --no-cache-dir -c constraints.txt .
 # .dockerignore keeps local environments, data, secrets and caches out of this copy.

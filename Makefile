@@ -55,7 +55,7 @@ lint: install
 	$(BIN)/ruff format --check .
 
 typecheck: install
-	$(BIN)/mypy evalsite judge_engine teams rubrics runs reviews
+	$(BIN)/mypy evalsite judge_engine teams rubrics runs judging reviews
 
 ## Build the Mastra scorer (clients/mastra) and pack it into an installable tarball,
 ## clients/mastra/evalsite-mastra-<version>.tgz: `npm install <that path> @mastra/core zod`.

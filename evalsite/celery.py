@@ -5,7 +5,7 @@ import os
 
 from celery import Celery, signals
 
-from runs.worker_watch import ConsumerWatch, watch
+from judging.worker_watch import ConsumerWatch, watch
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -26,8 +26,8 @@ def _limit_judge_calls(sender: object = None, **_: object) -> None:
     # Django's settings and apps are ready; these handlers run in a started worker.
     from django.conf import settings
 
-    from runs.fair_worker import share_threads
-    from runs.judge_runtime import limit_calls
+    from judging.fair_worker import share_threads
+    from judging.judge_runtime import limit_calls
 
     concurrency = getattr(sender, "concurrency", None)
     limit_calls(concurrency)
@@ -37,8 +37,8 @@ def _limit_judge_calls(sender: object = None, **_: object) -> None:
 @signals.worker_shutting_down.connect
 def _hand_back_parked(**_: object) -> None:
     """Evaluations parked for a team's turn go back to the broker rather than wait for the
-    sweeper (runs.fair_worker). The shutdown is bounded (runs.worker_watch)."""
-    from runs import fair_worker
+    sweeper (judging.fair_worker). The shutdown is bounded (judging.worker_watch)."""
+    from judging import fair_worker
     from runs.services.evaluations import evaluations_publish
 
     watch.stopping()

@@ -1,10 +1,10 @@
 """The application's errors: what services raise, and the API and pages turn into answers.
 
 Dependency-free on purpose: this module imports nothing (not Django, not an app), so every
-app may import it (teams, rubrics, runs and reviews alike) without breaking the one direction
-of dependencies: an app's models, services and selectors import only from apps to its left
-(teams <- rubrics <- runs <- reviews) and from evalsite's generic infrastructure, this module
-included (views, API routers and tasks may import anything). The judge engine
+app may import it (teams, rubrics, runs, judging and reviews alike) without breaking the one
+direction of dependencies: an app's models, services and selectors import only from apps to its
+left (teams <- rubrics <- runs <- judging <- reviews) and from evalsite's generic
+infrastructure, this module included (views, API routers and tasks may import anything). The judge engine
 (judge_engine) imports nothing from Django, the apps or evalsite; its own errors are in
 judge_engine/errors.py. tests/test_layers.py checks both.
 

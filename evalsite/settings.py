@@ -70,6 +70,7 @@ INSTALLED_APPS = [
     "teams",
     "rubrics",
     "runs",
+    "judging",
     "reviews",
 ]
 
@@ -214,7 +215,7 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # After a lost connection the consumer reconnects in-process (every 2, 4, … at most 30 s, up to
-# 100 times, then the worker exits 1); runs/worker_watch.py exits it sooner when it cannot.
+# 100 times, then the worker exits 1); judging/worker_watch.py exits it sooner when it cannot.
 CELERY_BROKER_CONNECTION_RETRY = True
 # Judge calls running when the connection goes finish; their results are written by
 # compare-and-set and the redelivered copies of their messages claim nothing. (Thread pools
@@ -227,7 +228,7 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # reconnecting per evaluation cost more than the evaluation's queries. Tasks instead call
 # close_old_connections(), which honours CONN_MAX_AGE and drops broken connections.
 CELERY_DB_REUSE_MAX = 1_000_000
-# runs/worker_watch.py: the heartbeat is stamped every EVALSITE_WORKER_BEAT_SECONDS while the
+# judging/worker_watch.py: the heartbeat is stamped every EVALSITE_WORKER_BEAT_SECONDS while the
 # consumer consumes; a worker that has not consumed for EVALSITE_WORKER_STALL_SECONDS although
 # the broker answers (longer than the reconnect backoff's 30 s), or that has not finished
 # stopping EVALSITE_WORKER_STOP_SECONDS after a shutdown began, exits with status 70.
@@ -297,7 +298,7 @@ EVALSITE_MAX_BULK_BYTES = env_int("EVALSITE_MAX_BULK_BYTES", 20_000_000)
 # the real ones, so this sits just above the largest of them.
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(EVALSITE_MAX_BULK_BYTES, 3 * EVALSITE_MAX_RUN_BYTES) + 65_536
 
-# --- Re-scoring and judge rate limits (runs/services/rescore.py, evalsite/ratelimit.py) -----------
+# --- Re-scoring and judge rate limits (judging/services/rescore.py, evalsite/ratelimit.py) -----------
 # Requests and tokens per minute per judge model, shared by all workers; 0 = unlimited.
 # EVALSITE_JUDGE_RATE_LIMITS is JSON for specific models: {"openai/gpt-4o": {"rpm": 500, "tpm": 30000}}.
 EVALSITE_JUDGE_RPM = env_int("EVALSITE_JUDGE_RPM", 0)
@@ -379,7 +380,7 @@ EVALSITE_OTEL_LATE_WINDOW = env_float("EVALSITE_OTEL_LATE_WINDOW", 600.0)
 # Each team's newest OTLP rejections kept (GET /api/otel/rejections, the OpenTelemetry page).
 EVALSITE_OTEL_REJECTIONS_KEPT = env_int("EVALSITE_OTEL_REJECTIONS_KEPT", 500)
 
-# --- Judge budgets (runs/services/budget.py) -----------------------------------------------
+# --- Judge budgets (judging/services/budget.py) -----------------------------------------------
 # Seconds between runs of the budget beat task: expired reservations are given back and
 # over-budget evaluations of teams with room again (a new day or month) are queued.
 EVALSITE_BUDGET_INTERVAL = env_float("EVALSITE_BUDGET_INTERVAL", 60.0)
@@ -387,7 +388,7 @@ EVALSITE_BUDGET_INTERVAL = env_float("EVALSITE_BUDGET_INTERVAL", 60.0)
 # (or per save of a budget); the rest follow on the next runs.
 EVALSITE_BUDGET_RESUME_MAX = env_int("EVALSITE_BUDGET_RESUME_MAX", 500)
 # Each process reserves slices of a team's remaining budget and admits its messages from them
-# in memory (runs/services/budget_slices.py): at most this many tokens per slice (and at most a
+# in memory (judging/services/budget_slices.py): at most this many tokens per slice (and at most a
 # quarter of the room left), each kept at most this many seconds before the usage it counted
 # is settled on the team's counters.
 EVALSITE_BUDGET_SLICE_TOKENS = env_int("EVALSITE_BUDGET_SLICE_TOKENS", 50_000)

@@ -13,7 +13,7 @@ goes through litellm (routes.py decides).
 Any running loop may use it. An aiohttp session belongs to the loop it was made on, so each
 loop gets its own pool (`_Pool`), held weakly by the loop and closed with it:
 
-* a loop that lives as long as the process (the worker's, runs.judge_runtime) is marked with
+* a loop that lives as long as the process (the worker's, judging.judge_runtime) is marked with
   `enable(loop)`; its pool is closed by `close()` at exit;
 * any other loop (``asyncio.run``, ``RubricScorer.score()``, a user's server) gets a pool
   whose keeper is an async generator suspended for the loop's life: the loop finalizes its

@@ -20,6 +20,7 @@ from ninja import Field, Header, Path, Query, Router, Schema, Status
 from pydantic import ConfigDict
 
 from evalsite.schemas import INT_MAX, SignedAmount, with_errors
+from judging.services.rescore_scope import RescoreScope
 from reviews.selectors.compare import (
     comparison_export_rows,
     comparison_report,
@@ -29,7 +30,6 @@ from reviews.services.gate import gate_set, publish_request
 from rubrics.drafts import draft_create
 from rubrics.models import RubricVersion
 from rubrics.selectors import rubric_get
-from runs.services.rescore_scope import RescoreScope
 from teams.api import caller, editor
 
 from .services.compare import SampleIn, SideIn, comparison_start

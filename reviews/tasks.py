@@ -3,7 +3,7 @@
 from celery import shared_task
 from django.conf import settings
 
-from runs.services.rescore_webhook import WebhookFailed, webhook_backoff
+from judging.services.rescore_webhook import WebhookFailed, webhook_backoff
 
 from .services.alert_delivery import ALERT_DELIVER_TASK, alert_deliver
 from .services.alerts import alerts_evaluate

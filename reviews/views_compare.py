@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from evalsite.errors import AppError, page_message
+from judging.services.rescore_estimate import estimate_needs_confirmation
 from reviews.selectors.compare import FLIPS_SHOWN, comparison_report
 from reviews.services.compare import MAX_LATEST, SampleIn, SideIn, comparison_start
 from reviews.services.gate import GATE_FIELDS, gate_set, publish_request
@@ -21,7 +22,6 @@ from rubrics.drafts import draft_create
 from rubrics.forms import CriteriaFormSet, DraftViewForm, draft_criteria, draft_rows_from_formset
 from rubrics.models import Rubric, RubricVersion
 from rubrics.working_copy import working_copy_discard
-from runs.services.rescore_estimate import estimate_needs_confirmation
 from teams.access import editor_required, team_object_or_404, team_required
 from teams.models import Role
 

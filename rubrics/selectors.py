@@ -119,7 +119,7 @@ def rubric_version_get(*, rubric: Rubric, number: int) -> RubricVersion | None:
 
 def version_criteria(*, version_id: Any) -> list[Criterion]:
     """A version's criteria rows in order ([] for no version): the one reader of a version's
-    criteria (the editor, failure rates, and the judge's cached specs in runs.services.execute)."""
+    criteria (the editor, failure rates, and the judge's cached specs in judging.services.execute)."""
     if not version_id:
         return []
     return list(Criterion.objects.filter(version_id=version_id).order_by("position"))
@@ -127,7 +127,7 @@ def version_criteria(*, version_id: Any) -> list[Criterion]:
 
 def version_examples(*, version_id: Any) -> list[CriterionExample]:
     """A version's graded examples in order ([] for no version): what its judge prompts show
-    (runs.services.execute caches them per version, as versions never change)."""
+    (judging.services.execute caches them per version, as versions never change)."""
     if not version_id:
         return []
     return list(CriterionExample.objects.filter(version_id=version_id).order_by("position"))

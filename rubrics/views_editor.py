@@ -13,9 +13,9 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from evalsite.errors import page_message
+from judging.services.try_it import rubric_try
 from reviews.views_compare import gated_save
 from runs.selectors import rubric_stats
-from runs.services.try_it import rubric_try
 from teams.access import TeamRequest, editor_required, team_required
 from teams.selectors import judge_connections_list
 

@@ -9,6 +9,7 @@ from django.urls import register_converter
 from ninja import Query, Router, Schema, Status
 
 from evalsite.schemas import INT_MAX, ValidationErrorOut, with_errors
+from judging.services.score import score_await, score_submit, score_waiting_slot
 from reviews.services.retention import run_delete
 from teams.api import caller, editor
 
@@ -39,7 +40,6 @@ from .selectors import (
 )
 from .services.bulk import runs_ingest_bulk
 from .services.ingest import run_store
-from .services.score import score_await, score_submit, score_waiting_slot
 
 router = Router(tags=["runs"])
 

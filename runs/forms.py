@@ -6,8 +6,9 @@ from typing import Literal
 
 from django import forms
 
+from judging.services.budget_wait import WAITING
+
 from .models import Status
-from .services.budget_wait import WAITING
 
 SORTS = [("newest", "Newest first"), ("oldest", "Oldest first")]
 RUBRIC = [("rubric", "rubric")]
@@ -25,7 +26,7 @@ class RunFilterForm(forms.Form):
     failing_criterion = forms.CharField(required=False, label="Failing criterion")
     status = forms.ChoiceField(
         required=False,
-        # Over budget reads as every surface shows it (runs.services.budget_wait).
+        # Over budget reads as every surface shows it (judging.services.budget_wait).
         choices=[
             ("", "Any status"),
             *((v, WAITING if v == Status.OVER_BUDGET else label) for v, label in Status.choices),

@@ -35,7 +35,7 @@ _batch_ended: list[BatchEnded] = []
 
 
 def batch_ended_register(hook: BatchEnded) -> None:
-    """Every re-score batch that ends (runs.services.rescore_dispatch) is passed to ``hook``,
+    """Every re-score batch that ends (judging.services.rescore_dispatch) is passed to ``hook``,
     once, after commit: reviews settles a publishing gate whose comparison it belonged to."""
     if hook not in _batch_ended:
         _batch_ended.append(hook)

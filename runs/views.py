@@ -16,6 +16,16 @@ from django.views.decorators.http import require_GET, require_POST
 
 from evalsite.errors import page_message
 from evalsite.pagination import InvalidCursor
+from judging.services.budget import budget_usage
+from judging.services.rescore import (
+    RescoreScope,
+    RescoreValidationError,
+    TooManyBatches,
+    batch_cancel,
+    batch_create,
+    batch_estimate,
+)
+from judging.services.rescore_estimate import estimate_needs_confirmation
 from reviews.services.retention import REASONS, run_protection
 from rubrics.models import Criterion, Rubric, RubricVersion
 from teams.access import TeamRequest, editor_required, team_object_or_404, team_required
@@ -24,16 +34,6 @@ from . import selectors
 from .forms import RescoreForm, RunFilterForm
 from .models import FINAL_STATUSES, AgentRun, RescoreBatch
 from .selectors import RunFilterError, RunFilters
-from .services.budget import budget_usage
-from .services.rescore import (
-    RescoreScope,
-    RescoreValidationError,
-    TooManyBatches,
-    batch_cancel,
-    batch_create,
-    batch_estimate,
-)
-from .services.rescore_estimate import estimate_needs_confirmation
 
 PAGE_SIZE = 50
 

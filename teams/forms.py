@@ -138,7 +138,7 @@ class BudgetForm(forms.Form):
     confirm = forms.BooleanField(required=False, widget=forms.HiddenInput)
 
     def limits(self) -> dict[str, Any]:
-        """The four limits (no confirm), for runs.services.budget.budget_update."""
+        """The four limits (no confirm), for judging.services.budget.budget_update."""
         return {k: v for k, v in self.cleaned_data.items() if k != "confirm"}
 
 

@@ -16,10 +16,10 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from evalsite.errors import page_message
+from judging.services.budget import BudgetValidationError, budget_for, budget_update, budget_usage
+from judging.services.budget_wait import budget_below_use
+from judging.services.connection_check import connection_check
 from runs.models.budget import LIMIT_FIELDS
-from runs.services.budget import BudgetValidationError, budget_for, budget_update, budget_usage
-from runs.services.budget_wait import budget_below_use
-from runs.services.connection_check import connection_check
 
 from .access import (
     TeamRequest,

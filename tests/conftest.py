@@ -244,7 +244,7 @@ def _close_score_connections() -> Iterator[None]:
     database between calls: close them after each test, so none outlives the database."""
     yield
     from evalsite.notify import notify_close
-    from runs.services.inline import inline_close
+    from judging.services.inline import inline_close
 
     inline_close()
     notify_close()

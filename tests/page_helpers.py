@@ -9,8 +9,8 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from judging.services.execute import evaluation_execute
 from runs.models import AgentRun, Evaluation, Status
-from runs.services import evaluation_execute
 
 XSS = "<script>alert(1)</script>"
 

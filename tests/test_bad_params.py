@@ -9,8 +9,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from judging.services.rescore import batch_create
 from runs.models import RescoreBatch
-from runs.services.rescore import batch_create
 from teams.middleware import SESSION_KEY
 from tests.api_client import Api, field_locs
 from tests.page_helpers import judged_run, signed_in

@@ -1,5 +1,5 @@
-"""The apps' layers hold: teams <- rubrics <- runs <- reviews, the core package (evalsite) sits
-below every app, and the engine (judge_engine) stands alone below everything.
+"""The apps' layers hold: teams <- rubrics <- runs <- judging <- reviews, the core package
+(evalsite) sits below every app, and the engine (judge_engine) stands alone below everything.
 
 Models, services, selectors and the other modules that hold rules import only from apps to their
 left (and from the engine, judge_engine); views, API routers, admin, forms, tasks, management
@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LAYERS = ("teams", "rubrics", "runs", "reviews")
+LAYERS = ("teams", "rubrics", "runs", "judging", "reviews")
 ENGINE = "judge_engine"
 # Modules (or packages) of an app that sit on top of every app.
 ENTRY_POINTS = {
@@ -150,12 +150,13 @@ def test_no_module_of_the_apps_imports_the_wrong_way():
     assert problems == []
 
 
-def test_the_checker_sees_every_module_of_the_four_apps_and_the_engine():
+def test_the_checker_sees_every_module_of_the_apps_and_the_engine():
     modules = {module for module, _ in _modules()}
     assert {
         "teams.models",
         "rubrics.services",
         "runs.services.evaluations",
+        "judging.services.execute",
         "runs.selectors.rubric_stats",
         "judge_engine.judge",
         "reviews.services.refresh",
@@ -176,11 +177,12 @@ def test_a_wrong_way_import_added_inside_a_function_of_a_real_module_is_reported
 def test_every_kind_of_wrong_way_import_is_reported():
     cases = {
         ("teams.selectors", "from rubrics.models import Rubric"): "teams sits below rubrics",
-        ("runs.services.results", "import reviews.services"): "runs sits below reviews",
+        ("judging.services.results", "import reviews.services"): "judging sits below reviews",
+        ("runs.services.ingest", "from judging.services import execute"): "runs sits below judging",
         ("runs.models", "if TYPE_CHECKING:\n    from reviews.models import RunReview"): "reviews",
         ("runs.services.evaluations", "def f():\n    from ..tasks import evaluate"): "entry points",
         ("runs.selectors.runs", "from ..views import TeamRequest"): "entry points",
-        ("runs.services.score", "from runs import api_rescore"): "entry points",
+        ("judging.services.score", "from runs import api"): "entry points",
         ("reviews.services.labels", "from .. import api"): "entry points",
         ("judge_engine.judge", "from django.conf import settings"): "judge_engine",
         ("judge_engine", "from teams.models import Team"): "judge_engine",
@@ -195,17 +197,17 @@ def test_every_kind_of_wrong_way_import_is_reported():
 
 def test_imports_to_the_left_to_the_engine_and_from_entry_points_are_allowed():
     allowed = {
-        "runs.services.try_it": "from rubrics.services import criteria_validate\n"
+        "judging.services.try_it": "from rubrics.services import criteria_validate\n"
         "from teams.models import Team\nfrom judge_engine import RubricScorer\n"
         "from ..models import Evaluation\nfrom .evaluations import evaluation_build",
-        "reviews.services.labels": "from runs.services.results import run_refresh",
+        "reviews.services.labels": "from judging.services.results import run_refresh",
         "judge_engine.rubric": "import litellm\nfrom .judge import complete_json",
         "rubrics.views_editor": "from runs.selectors import rubric_stats",
         "runs.tasks": "from .services import evaluations_sweep",
         "reviews.apps": "from runs.hooks import result_adjuster_register",
-        "evalsite.celery": "from runs.worker_watch import ConsumerWatch",
+        "evalsite.celery": "from judging.worker_watch import ConsumerWatch",
         "evalsite.outbound": "from judge_engine.netguard import url_refusal",
-        "runs.services.score": "from evalsite.notify import wait_for_ends",
+        "judging.services.score": "from evalsite.notify import wait_for_ends",
     }
     for module, source in allowed.items():
         assert layer_violations(module, source) == [], module
@@ -241,7 +243,7 @@ print("FAILED", " ".join(failed))
 
 def test_every_module_imports_first_in_a_fresh_process(tmp_path):
     names = [m for m, _ in _modules() if not m.startswith("evalsite.settings") and m != "manage"]
-    assert "reviews.api" in names and "runs.api_rescore" in names
+    assert "reviews.api" in names and "judging.api_rescore" in names
     # Two modules that only import if the other is already loaded (the way reviews.api and
     # evalsite.api used to): the check must name the one imported first.
     (tmp_path / "circle_a.py").write_text("import circle_b\n\nVALUE = 1\n")

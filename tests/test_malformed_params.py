@@ -17,7 +17,7 @@ import pytest
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from runs.services.rescore import batch_create
+from judging.services.rescore import batch_create
 from teams.services import api_key_create
 from tests.page_helpers import judged_run
 

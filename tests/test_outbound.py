@@ -18,12 +18,12 @@ from django.urls import reverse
 from django.utils import timezone
 
 from evalsite.outbound import Purpose, outbound_refusal
+from judging.services.rescore import RescoreScope, batch_create
+from judging.services.rescore_webhook import batch_webhook_deliver
 from reviews.models_alerts import Alert, AlertDelivery
 from reviews.services.alert_delivery import alert_deliver
 from reviews.services.alerts import alert_rule_create
 from runs.models import RescoreBatch
-from runs.services.rescore import RescoreScope, batch_create
-from runs.services.rescore_webhook import batch_webhook_deliver
 from teams.services import connection_create, team_webhook_secret_rotate
 from tests.fake_dns import FakeDns
 from tests.http_listener import Listener

@@ -91,7 +91,7 @@ def _candidate(calibration: Calibration) -> tuple[list[dict[str, Any]], dict[str
         ]
         return items, {c["key"]: c["key"] for c in items}
     items = list(calibration.criteria or [])  # type: ignore[arg-type]
-    # Inline criteria are judged under positional ids c1, c2, … (runs.services.execute).
+    # Inline criteria are judged under positional ids c1, c2, … (judging.services.execute).
     return items, {f"c{i + 1}": c["key"] for i, c in enumerate(items)}
 
 

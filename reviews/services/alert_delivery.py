@@ -1,7 +1,7 @@
 """Telling a rule's webhook that an alert fired or resolved.
 
 Request: ``POST <webhook_url>`` with the headers of the re-score webhooks
-(runs.services.rescore_webhook): ``X-Evalsite-Event: alert.fired`` or ``alert.resolved``,
+(judging.services.rescore_webhook): ``X-Evalsite-Event: alert.fired`` or ``alert.resolved``,
 ``X-Evalsite-Delivery: <alert id>.<event>`` (the same on every retry: receivers dedupe on it)
 and ``X-Evalsite-Signature: t=<unix seconds>,v1=<hex>``, the HMAC-SHA256 of ``"<t>." + body``
 with the team's webhook signing secret. The body is ``{"event", "alert": {...}}`` for the
@@ -28,7 +28,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 
 from evalsite.outbound import OutboundRefused, Purpose, outbound_post
 from judge_engine.redact import new_ref, tenant_error
-from runs.services.rescore_webhook import WebhookFailed, webhook_signature
+from judging.services.rescore_webhook import WebhookFailed, webhook_signature
 from teams.services import team_webhook_secret
 
 from ..models_alerts import Alert, AlertDelivery, WebhookFormat

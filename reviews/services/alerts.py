@@ -2,7 +2,7 @@
 
 Each rule is a condition over a window (rubrics' verdicts, pass rates, judge errors,
 judge–human kappa from reviews.selectors.agreement, the team's judge budget from
-runs.services.budget). Evaluating a rule fires an alert once per breach (one open alert per
+judging.services.budget). Evaluating a rule fires an alert once per breach (one open alert per
 rule, ``alert_one_open``), resolves it when the condition clears, and after a resolution does
 not fire again for the rule's cool-down. Firing and resolving are told to the rule's webhook
 by a Celery task (reviews.services.alert_delivery) after commit: nothing here waits on a
@@ -24,10 +24,10 @@ from django.utils import timezone
 
 from evalsite.errors import FieldErrors
 from evalsite.outbound import Purpose, outbound_field_errors
+from judging.services.budget import budget_usage
 from rubrics.models import Criterion, Rubric
 from runs.models import AgentRun, CriterionVerdict, Evaluation, Status
 from runs.selectors.filters import result_passed_q
-from runs.services.budget import budget_usage
 from teams.models import Team
 
 from ..models_alerts import Alert, AlertKind, AlertRule, WebhookFormat

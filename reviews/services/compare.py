@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from judging.services.rescore_scope import RescoreScope, RescoreValidationError, scope_run_ids
 from rubrics.drafts import draft_create
 from rubrics.models import Rubric, RubricVersion
 from rubrics.services import RubricValidationError
 from runs.models import AgentRun
-from runs.services.rescore_scope import RescoreScope, RescoreValidationError, scope_run_ids
 from teams.models import Team
 
 from ..models import Comparison, ComparisonPurpose, RunReview, VerdictLabel

@@ -26,11 +26,8 @@ from django.db import IntegrityError, transaction
 
 from evalsite.errors import Conflict, FieldErrors
 from judge_engine import JudgeConfig
-from rubrics.models import Rubric, RubricVersion
-from runs.models import AgentRun, Evaluation, Kind, RescoreBatch
-from runs.services.evaluations import evaluation_build
-from runs.services.rescore import rescore_active_check, rescore_after_create
-from runs.services.rescore_estimate import (
+from judging.services.rescore import rescore_active_check, rescore_after_create
+from judging.services.rescore_estimate import (
     Estimate,
     batch_judge,
     estimate_from,
@@ -38,7 +35,10 @@ from runs.services.rescore_estimate import (
     plan_build,
     version_specs,
 )
-from runs.services.rescore_scope import chunks
+from judging.services.rescore_scope import chunks
+from rubrics.models import Rubric, RubricVersion
+from runs.models import AgentRun, Evaluation, Kind, RescoreBatch
+from runs.services.evaluations import evaluation_build
 from teams.models import Team
 
 from ..models import Comparison, ComparisonPurpose

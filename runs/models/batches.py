@@ -40,7 +40,7 @@ class RescoreBatch(models.Model):
     webhook_attempts = models.PositiveIntegerField(default=0)
     webhook_error = models.TextField(blank=True)
     # At most this many of the batch's evaluations are released to the broker or running at
-    # once (EVALSITE_BATCH_WINDOW when it was created): see runs.services.rescore.
+    # once (EVALSITE_BATCH_WINDOW when it was created): see judging.services.rescore.
     window = models.PositiveIntegerField(default=64)
     # Set by a cancel: queued work was cancelled; the batch ends once running work finishes.
     cancelled_at = models.DateTimeField(null=True, blank=True)

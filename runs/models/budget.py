@@ -1,7 +1,7 @@
 """Judge budgets: a team's limits, and the per-period counters that enforce them.
 
 A worker reserves an estimate of a message's judge tokens (and USD) on the team's counter rows
-for the current day and month with one conditional UPDATE each (runs.services.budget), so many
+for the current day and month with one conditional UPDATE each (judging.services.budget), so many
 workers cannot together overrun a budget by more than the calls they have in flight. The
 reservation is a ``BudgetHold`` row that expires with the evaluations' lease: a worker killed
 mid-call leaks nothing for longer than that (the budget beat task gives expired holds back).

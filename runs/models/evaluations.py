@@ -43,7 +43,7 @@ class Evaluation(models.Model):
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     # Set when the broker accepted the message; null after a failed publish (sweeper resends).
     enqueued_at = models.DateTimeField(null=True, blank=True)
-    # Held back by the re-score dispatcher (runs.services.rescore), which releases a batch's
+    # Held back by the re-score dispatcher (judging.services.rescore), which releases a batch's
     # evaluations a few at a time so batches interleave; the sweeper never sends held rows.
     held = models.BooleanField(default=False)
     # A transient judge failure re-queues the evaluation to run no earlier than this.

@@ -16,7 +16,7 @@ class Status(models.TextChoices):
     # Nothing could be judged (no criteria anywhere, alignment off): never a success.
     NOTHING_TO_JUDGE = "nothing_to_judge", "Nothing to judge"
     # The team's judge budget is reached: waits, and is queued again when there is room
-    # (runs.services.budget). Never a failure.
+    # (judging.services.budget). Never a failure.
     OVER_BUDGET = "over_budget", "Over budget"
 
 

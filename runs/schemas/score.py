@@ -9,10 +9,11 @@ from uuid import UUID
 from ninja import Field, Schema
 from pydantic import ConfigDict, ValidationInfo, field_validator
 
+from judging.services.budget_wait import budget_wait
+
 from ..models import AgentRun, Kind, StatusChoice
 from ..payloads import CriterionIn, RunPayload
 from ..selectors.evaluations import Scored
-from ..services.budget_wait import budget_wait
 from .evaluations import AlignmentOut, JudgeViewChoice, VerdictOut, alignment_out, verdict_out
 
 
@@ -130,7 +131,7 @@ def score_out(run: AgentRun, scored: Scored, *, stored: bool = False) -> dict[st
 
 def _waiting_detail(status: str, team_id: Any) -> str:
     if status == "over_budget":
-        # The wording every surface shows (runs.services.budget_wait).
+        # The wording every surface shows (judging.services.budget_wait).
         return (
             f"{budget_wait(team_id=team_id).label}: the team's judge budget is reached, nothing "
             "was judged yet (not a pass); it is judged then, or sooner with a raised budget. "

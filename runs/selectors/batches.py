@@ -1,4 +1,4 @@
-"""Re-score batches: one, a page of them, and their progress (runs.services.rescore)."""
+"""Re-score batches: one, a page of them, and their progress (judging.services.rescore)."""
 
 from __future__ import annotations
 

@@ -1,18 +1,14 @@
-"""Writes for runs and evaluations (see the modules for each flow)."""
+"""Writes for runs and their evaluation rows: ingest, evaluation rows, rollups (see the modules
+for each flow). Executing evaluations is judging/services."""
 
 from .evaluations import evaluations_enqueue, judge_config_for
-from .execute import evaluation_execute, evaluations_execute
 from .ingest import RunConflict, RunTooLarge, RunValidationError, run_ingest
-from .sweep import evaluations_sweep
 
 __all__ = [
     "RunConflict",
     "RunTooLarge",
     "RunValidationError",
-    "evaluation_execute",
-    "evaluations_execute",
     "evaluations_enqueue",
-    "evaluations_sweep",
     "judge_config_for",
     "run_ingest",
 ]

@@ -143,7 +143,7 @@ def run_store(
 ) -> Ingested:
     """run_ingest, also returning a new run's evaluations. With ``claim`` (a lease token) a new
     run's evaluations are stored already claimed by the caller (running, attempt 1, leased to
-    ``claim``) and sent to no broker: the caller judges them through runs.services.execute, and
+    ``claim``) and sent to no broker: the caller judges them through judging.services.execute, and
     if it dies the lease expires and the sweeper queues them as for a dead worker."""
     run_check_size(payload)
     rubric = run_rubric(team, payload)

@@ -4,7 +4,7 @@ calibration repeats), so the increment is taken only by the first succeeded eval
 (version, run) pair.
 
 Which one is first is decided from the run's own evaluations, read by the results write under
-the run's row lock (runs.services.results): every write that makes an evaluation succeed holds
+the run's row lock (judging.services.results): every write that makes an evaluation succeed holds
 that lock and reads the run's evaluations after taking it, so two writes judging one run are
 serialised and the second sees the first's succeeded evaluation. No marker row is needed and
 re-scores on a version already counted send no statement at all.

@@ -20,7 +20,7 @@ from django.utils.safestring import SafeString, mark_safe
 from markdown.extensions import Extension
 
 from judge_engine.rules import display_round
-from runs.services.budget_wait import WAITING, budget_wait
+from judging.services.budget_wait import WAITING, budget_wait
 
 register = template.Library()
 
@@ -240,7 +240,7 @@ def status_badge(context: Any, status: str, label: str = "") -> str:
 @register.simple_tag(takes_context=True)
 def budget_wait_label(context: Any) -> str:
     """The words "Waiting for budget — resumes <when>" for the caller's team
-    (runs.services.budget_wait), computed once per request however many rows show it."""
+    (judging.services.budget_wait), computed once per request however many rows show it."""
     request = context.get("request")
     team = getattr(request, "team", None)
     if team is None:

@@ -13,14 +13,14 @@ import pytest
 from evalsite.api import api
 from evalsite.errors import AppError, Conflict, FieldErrors, TooLarge, TooManyRequests
 from evalsite.pagination import InvalidCursor
+from judging.services.rescore import IdempotencyConflict, RescoreValidationError, TooManyBatches
+from judging.services.score import ScoreBusy, ScoreConflict
 from reviews.services import ReviewConflict, ReviewValidationError
 from rubrics.services import RubricValidationError
 from runs.models import AgentRun, RescoreBatch
 from runs.selectors import RunFilterError
 from runs.services import RunConflict, RunTooLarge, RunValidationError
 from runs.services.bulk import BulkValidationError
-from runs.services.rescore import IdempotencyConflict, RescoreValidationError, TooManyBatches
-from runs.services.score import ScoreBusy, ScoreConflict
 from teams.api_throttle import Throttled
 from teams.services import ConnectionInUse, TeamValidationError
 from tests.api_client import field_locs
@@ -30,7 +30,7 @@ APPS = ("teams", "rubrics", "runs", "reviews", "judge_engine")
 ROUTER_MODULES = [
     "rubrics/api.py",
     "runs/api.py",
-    "runs/api_rescore.py",
+    "judging/api_rescore.py",
     "reviews/api.py",
     "teams/api_connections.py",
     "teams/api_team.py",

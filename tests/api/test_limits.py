@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from judging.services.rescore import batch_cancel
+from judging.services.score import score_waiting_slot
 from runs.models import AgentRun, Evaluation, RescoreBatch, Status
-from runs.services.rescore import batch_cancel
-from runs.services.score import score_waiting_slot
 from tests.api_client import assert_error
 from tests.conftest import run_payload
 

@@ -8,8 +8,8 @@ import threading
 import pytest
 from django.db import connection
 
+from judging.services.execute import evaluation_execute
 from runs.models import AgentRun, Evaluation
-from runs.services import evaluation_execute
 from tests.api_client import Api, assert_error, field_locs
 from tests.conftest import run_payload
 

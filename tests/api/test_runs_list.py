@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.http import QueryDict
 
+from judging.services.execute import evaluation_execute
 from rubrics.services import CriterionInput, rubric_set_criteria
 from runs.models import AgentRun, Evaluation
 from runs.selectors import RunFilterError, RunFilters
-from runs.services import evaluation_execute
 from tests.api_client import field_locs
 from tests.conftest import queued_evaluation
 

@@ -228,7 +228,7 @@ def _over_budget_answer(api: Api, **extra) -> dict:
     body = response.json()
     assert (body["status"], body["passed"], body["error"]) == ("over_budget", None, "")
     assert "judge budget is reached" in body["detail"]
-    # A limit of 0: a new day or month does not help (runs.services.budget_wait).
+    # A limit of 0: a new day or month does not help (judging.services.budget_wait).
     assert body["detail"].startswith("Waiting for budget — resumes when the budget is raised: ")
     assert AgentRun.objects.get(pk=body["run_id"]).status == "over_budget"
     return body
@@ -238,7 +238,7 @@ def _over_budget_answer(api: Api, **extra) -> dict:
 def test_a_score_call_over_the_judge_budget_is_answered_202_over_budget_once_parked(
     live_api, team, fake_judge
 ):
-    from runs.services.budget import budget_update
+    from judging.services.budget import budget_update
 
     budget_update(team=team, monthly_usd=0)
 

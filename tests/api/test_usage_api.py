@@ -8,9 +8,9 @@ from datetime import date, timedelta
 import pytest
 from django.utils import timezone
 
+from judging.services.budget import budget_update
+from judging.services.execute import evaluation_execute
 from runs.models import Evaluation
-from runs.services import evaluation_execute
-from runs.services.budget import budget_update
 from tests.api_client import assert_error, field_locs
 
 

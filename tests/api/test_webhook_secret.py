@@ -8,7 +8,7 @@ import time
 import pytest
 from django.urls import reverse
 
-from runs.services.rescore_webhook import webhook_signature, webhook_verify
+from judging.services.rescore_webhook import webhook_signature, webhook_verify
 from teams.models import Team
 from teams.services import team_webhook_secret
 from tests.api_client import assert_error

@@ -18,12 +18,12 @@ from urllib.parse import urlsplit
 
 from django.test import Client
 
+from judging.services.budget import budget_update
 from reviews.models import Alert, RunReview
 from reviews.services.alerts import alert_rule_create, alerts_evaluate
 from reviews.services.calibration import consistency_check, golden_run
 from runs.models import AgentRun, OtelRejection, Status
 from runs.otel.service_rubrics import otel_service_set
-from runs.services.budget import budget_update
 from teams.services import api_key_create, connection_create
 from tests.browser.test_screenshots import (
     PARTIAL,

@@ -235,8 +235,8 @@ def label_some_runs(rubric, user) -> list:
 
 def rescore_in_process(rubric):
     """A finished re-score batch of the rubric's failing runs, executed here (no worker)."""
-    from runs.services import evaluation_execute
-    from runs.services.rescore import RescoreScope, batch_create, batch_finish_if_done
+    from judging.services.execute import evaluation_execute
+    from judging.services.rescore import RescoreScope, batch_create, batch_finish_if_done
 
     batch, _ = batch_create(team=rubric.team, rubric=rubric, scope=RescoreScope(failed_only=True))
     for evaluation_id in Evaluation.objects.filter(batch=batch).values_list("id", flat=True):

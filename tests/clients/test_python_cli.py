@@ -125,7 +125,7 @@ def test_a_score_still_judging_exits_3_with_the_evaluation_ids(
 def test_a_score_over_the_judge_budget_exits_3_saying_when_it_resumes(
     env, worker, team, make_rubric, tmp_path, capsys
 ):
-    from runs.services.budget import budget_update
+    from judging.services.budget import budget_update
 
     make_rubric()
     budget_update(team=team, monthly_usd=0)

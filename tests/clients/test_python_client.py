@@ -249,7 +249,7 @@ def test_a_stored_score_says_so_with_its_version_and_fresh_re_judges_it(
 def test_a_score_over_the_judge_budget_raises_over_budget_never_a_pass(
     evalsite, worker, team, make_rubric
 ):
-    from runs.services.budget import budget_update
+    from judging.services.budget import budget_update
 
     make_rubric()
     budget_update(team=team, daily_tokens=0)

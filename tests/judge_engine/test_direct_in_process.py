@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from judge_engine import AlignmentScorer, JudgeError, RubricScorer, TransientJudgeError
-from runs.judge_runtime import run_judged
+from judging.judge_runtime import run_judged
 
 ROOT = Path(__file__).resolve().parents[2]
 CRITERIA = '- Mentions "refund"\n- Is polite'

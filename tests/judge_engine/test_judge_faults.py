@@ -32,7 +32,7 @@ def transport(request, monkeypatch, server):
     User-Agent log shows which HTTP client sent each request."""
     if request.param == "worker":
         from judge_engine import alignment, rubric
-        from runs import judge_runtime
+        from judging import judge_runtime
 
         def on_the_worker_loop(make_coro, scorer):
             return judge_runtime.run_judged(make_coro())
@@ -53,7 +53,7 @@ def judge(judge, transport):
 def run_async(transport):
     """Run a coroutine where the transport under test applies."""
     if transport == "worker":
-        from runs.judge_runtime import run_judged
+        from judging.judge_runtime import run_judged
 
         return run_judged
     return asyncio.run
@@ -252,7 +252,7 @@ def test_the_request_carries_the_model_schema_and_sampling_parameters(judge, ser
 
 def test_a_judge_with_litellm_options_goes_through_litellm(judge):
     from judge_engine.routes import direct_model
-    from runs.judge_runtime import run_judged
+    from judging.judge_runtime import run_judged
 
     async def route(config):
         return direct_model(config)

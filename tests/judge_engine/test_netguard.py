@@ -10,7 +10,7 @@ import pytest
 from judge_engine import JudgeConfig, PermanentJudgeError, RubricScorer
 from judge_engine.direct import _error_message
 from judge_engine.netguard import normal_host, url_refusal
-from runs.judge_runtime import run_judged
+from judging.judge_runtime import run_judged
 from tests.http_listener import Listener
 
 

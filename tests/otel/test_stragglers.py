@@ -9,9 +9,9 @@ from datetime import timedelta
 from django.utils import timezone
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
+from judging.services.execute import evaluation_claim, evaluation_execute
 from runs.models import AgentRun, Evaluation, OtelRejection, OtelSpan
 from runs.otel.services import otel_sweep
-from runs.services.execute import evaluation_claim, evaluation_execute
 from runs.tasks import otel_assemble
 from tests.otel.otlp import S, two_tool_trace
 

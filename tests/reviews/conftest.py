@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from judging.services.execute import evaluation_execute
 from reviews.services import Reviewer
 from runs.models import Evaluation, Status
-from runs.services import evaluation_execute
 from tests.conftest import SUPPORT_CRITERIA
 
 # The fake judge says "satisfied" iff every quoted phrase occurs in the output. With these

@@ -9,13 +9,13 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from judging.services.budget import budget_update
+from judging.services.rescore_webhook import WebhookFailed, webhook_verify
 from reviews.models import Alert, AlertDelivery
 from reviews.services import override_create
 from reviews.services.alert_delivery import alert_deliver
 from reviews.services.alerts import AlertRuleError, alert_rule_create, alerts_evaluate
 from runs.models import AgentRun, Evaluation, Status
-from runs.services.budget import budget_update
-from runs.services.rescore_webhook import WebhookFailed, webhook_verify
 from teams.services import team_webhook_secret_rotate
 from tests.http_listener import Listener
 from tests.reviews.conftest import FAILING, PASSING

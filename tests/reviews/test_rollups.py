@@ -15,6 +15,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db.models import Count
 
+from judging.services.rescore import RescoreScope, batch_cancel, batch_create
 from reviews.models import VerdictOverride
 from reviews.services import ReviewConflict, override_create, override_revert
 from rubrics.services import rubric_set_criteria
@@ -31,7 +32,6 @@ from runs.models import (
     VersionRollup,
 )
 from runs.models.rollups import NO_RUBRIC
-from runs.services.rescore import RescoreScope, batch_cancel, batch_create
 from tests.conftest import queued_evaluation
 
 from .conftest import CRITERIA, FAILING, PASSING, judge_pending

@@ -4,10 +4,10 @@ whether those results are written one by one or together."""
 
 from __future__ import annotations
 
+from judging.services.execute import evaluations_execute
 from reviews.services import consistency_check
 from rubrics.services import rubric_set_criteria
 from runs.models import Evaluation, Kind, Status, VersionRollup
-from runs.services import evaluations_execute
 from tests.conftest import queued_evaluation
 
 from .conftest import FAILING, PASSING, judge_pending

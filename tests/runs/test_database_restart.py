@@ -18,8 +18,8 @@ from django.core.management import call_command
 from django.db import connections
 from django.db.utils import load_backend
 
+from judging.liveness import worker_missing_for
 from rubrics.services import rubric_create
-from runs.liveness import worker_missing_for
 from runs.models import AgentRun, Evaluation, Status
 from runs.payloads import RunPayload
 from runs.services import run_ingest

@@ -13,8 +13,8 @@ import pytest
 from django.urls import reverse
 
 from judge_engine.redact import DEPLOYMENT_JUDGE, tenant_error
+from judging.services.execute import evaluation_execute
 from runs.models import Evaluation
-from runs.services.execute import evaluation_execute
 from teams.services import connection_create
 from tests.page_helpers import signed_in
 

@@ -16,12 +16,11 @@ from django.test import RequestFactory
 from django.utils import timezone
 
 from evalsite.api import on_unexpected
+from judging.services.execute import evaluation_claim, evaluation_execute
+from judging.services.rescore import RescoreScope, batch_create
+from judging.services.rescore_webhook import WebhookFailed, batch_webhook_deliver
+from judging.services.results import record_failure
 from runs.models import Evaluation, RescoreBatch, Status
-from runs.services import evaluation_execute
-from runs.services.execute import evaluation_claim
-from runs.services.rescore import RescoreScope, batch_create
-from runs.services.rescore_webhook import WebhookFailed, batch_webhook_deliver
-from runs.services.results import record_failure
 from tests.http_listener import Listener
 
 ROOT = str(Path(__file__).resolve().parents[2])

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from judging.services.execute import evaluation_execute
 from runs.models import AgentRun, Kind, Status
-from runs.services import evaluation_execute
 from runs.services.evaluations import evaluation_build
 from tests.api_client import field_locs
 from tests.conftest import run_payload

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
+from judging.services.execute import evaluation_execute
 from reviews.services import Reviewer, override_create
 from runs.models import AgentRun, Evaluation, Kind, Status
 from runs.schemas import score_out
 from runs.selectors import evaluations_for_run, evaluations_scored, run_get
-from runs.services import evaluation_execute
 from runs.services.run_state import run_refresh
 from tests.conftest import SUPPORT_CRITERIA, queued_evaluation
 from tests.page_helpers import judge_pending, signed_in
@@ -68,7 +68,7 @@ class World:
             evaluation_execute(evaluation_id=str(pk))
 
     def park(self, run: AgentRun, kind: str) -> AgentRun:
-        """The budget's parking (runs.services.budget): queued evaluations of ``kind`` over
+        """The budget's parking (judging.services.budget): queued evaluations of ``kind`` over
         budget, the run's state recomputed."""
         Evaluation.objects.filter(run=run, kind=kind, status=Status.QUEUED).update(
             status=Status.OVER_BUDGET
@@ -77,7 +77,7 @@ class World:
         return run
 
     def rescore_queued(self, run: AgentRun) -> AgentRun:
-        """A re-score's start (runs.services.rescore): a newer queued evaluation and the run
+        """A re-score's start (judging.services.rescore): a newer queued evaluation and the run
         marked queued by a plain update, its stored result left as it was."""
         rubric = run.rubric
         version = rubric.current_version
@@ -86,7 +86,7 @@ class World:
         return run
 
     def claimed(self, run: AgentRun) -> AgentRun:
-        """A worker's claim (runs.services.execute): running, the run marked so."""
+        """A worker's claim (judging.services.execute): running, the run marked so."""
         Evaluation.objects.filter(run=run).update(status=Status.RUNNING)
         AgentRun.objects.filter(pk=run.pk).update(status=Status.RUNNING)
         return run
@@ -179,7 +179,7 @@ def _page_shows(shown: Shown) -> tuple[str, str]:
     """What the pages must show: the result's word, or the status when there is none."""
     if shown.passed is not None:
         return ("Passed" if shown.passed else "Failed"), ""
-    if shown.status == "over_budget":  # one wording everywhere (runs.services.budget_wait)
+    if shown.status == "over_budget":  # one wording everywhere (judging.services.budget_wait)
         return "", "Waiting for budget — resumes"
     return "", shown.status.replace("_", " ")
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from judging.services.execute import evaluation_execute
 from rubrics.services import rubric_set_judge_view
 from runs.models import CriterionVerdict, Evaluation, RunTool, Status
-from runs.services import evaluation_execute
 from tests.conftest import queued_evaluation
 from tests.waiting import wait_for
 

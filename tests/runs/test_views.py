@@ -229,8 +229,8 @@ def test_a_judge_error_is_shown_on_the_run_page(owner, rubric, make_run, fake_ju
 
 
 def test_earlier_evaluations_are_listed_and_can_be_shown(owner, rubric, make_run, fake_judge):
+    from judging.services.rescore import run_rescore
     from rubrics.services import rubric_set_criteria
-    from runs.services.rescore import run_rescore
 
     run = judged_run(make_run, rubric=rubric.slug, output=PASSING)
     first = Evaluation.objects.get(run=run)

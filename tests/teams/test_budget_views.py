@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from judging.services.budget import budget_update
+from judging.services.execute import evaluation_execute
 from runs.models import Evaluation
 from runs.models.budget import JudgeBudget
-from runs.services import evaluation_execute
-from runs.services.budget import budget_update
 from tests.page_helpers import signed_in
 
 pytestmark = pytest.mark.django_db

@@ -13,9 +13,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from judging.services.execute import evaluation_execute
 from rubrics.models import Rubric
 from runs.models import Evaluation, Status
-from runs.services import evaluation_execute
 from teams.models import JudgeConnection
 from teams.services import connection_create
 from tests.api_client import Api, field_locs

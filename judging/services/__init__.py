@@ -1,0 +1,2 @@
+"""Judging's writes: executing evaluations (execute, fair, inline, score), budgets, re-scoring,
+results and the sweeper; see each module."""
