@@ -41,10 +41,11 @@ test: install
 	./scripts/ensure-node
 	./scripts/test
 
-## The inner loop: everything but the tests that start Celery workers or drive a browser,
-## on every core (pytest-xdist).
+## The inner loop: everything but the tests that start Celery workers or drive a browser and
+## the slow sweeps (marker `slow`: every route or form with malformed input, every module
+## imported in a fresh process, npm pack, gunicorn), on every core (pytest-xdist).
 test-fast: install
-	$(BIN)/pytest -m "not worker and not browser" -n auto
+	$(BIN)/pytest -m "not worker and not browser and not slow" -n auto
 
 ## The whole suite without installing anything.
 test-only:

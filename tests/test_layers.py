@@ -19,6 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = ("teams", "rubrics", "runs", "judging", "reviews")
 ENGINE = "judge_engine"
@@ -241,6 +243,7 @@ print("FAILED", " ".join(failed))
 """
 
 
+@pytest.mark.slow
 def test_every_module_imports_first_in_a_fresh_process(tmp_path):
     names = [m for m, _ in _modules() if not m.startswith("evalsite.settings") and m != "manage"]
     assert "reviews.api" in names and "judging.api_rescore" in names

@@ -21,7 +21,7 @@ from judging.services.rescore import batch_create
 from teams.services import api_key_create
 from tests.page_helpers import judged_run
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
 BAD = [
     "%%%",

@@ -8,6 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+# Each case starts an interpreter: in make test, not in make test-fast.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 PRINT_DEBUG = "import evalsite.settings as s; print('DEBUG', s.DEBUG, bool(s.SECRET_KEY))"
 

@@ -9,7 +9,11 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.clients.conftest import MASTRA, node_env, project_lock
+
+pytestmark = pytest.mark.slow  # npm pack and install: in make test, not in make test-fast
 
 CONSUMER = """
 import assert from 'node:assert/strict';

@@ -214,6 +214,7 @@ def run_loops_script(server, mode):
     )
 
 
+@pytest.mark.slow
 def test_loops_one_after_another_each_close_their_connections_and_are_freed(server):
     done = run_loops_script(server, "clean")
     assert done.returncode == 0, done.stderr
@@ -227,6 +228,7 @@ def test_loops_one_after_another_each_close_their_connections_and_are_freed(serv
     assert clients(server) == {DIRECT}
 
 
+@pytest.mark.slow
 def test_a_loop_closed_without_shutting_down_its_generators_is_still_freed_with_a_warning(server):
     """asyncio.run and asyncio.Runner shut a loop's async generators down; a loop closed by
     hand without that cannot close its connections, and aiohttp says so (which also shows the

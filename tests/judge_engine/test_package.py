@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "judge_engine"
 
@@ -23,6 +25,7 @@ def imported_modules(path: Path) -> set[str]:
     return names
 
 
+@pytest.mark.slow
 def test_importing_the_engine_loads_no_django_module():
     code = (
         "import sys, judge_engine; "

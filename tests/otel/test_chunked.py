@@ -23,6 +23,9 @@ from tests.otel.otlp import export_json, export_proto, new_trace_id, two_tool_tr
 from tests.otel.test_ingest import EXPECTED, kinds
 from tests.waiting import wait_for
 
+# A real gunicorn beside the live server: in make test, not in make test-fast.
+pytestmark = pytest.mark.slow
+
 PATH = "/api/otel/v1/traces"
 GUNICORN_BULK_LIMIT = 200_000
 
