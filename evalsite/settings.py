@@ -380,6 +380,22 @@ EVALSITE_OTEL_LATE_WINDOW = env_float("EVALSITE_OTEL_LATE_WINDOW", 600.0)
 # Each team's newest OTLP rejections kept (GET /api/otel/rejections, the OpenTelemetry page).
 EVALSITE_OTEL_REJECTIONS_KEPT = env_int("EVALSITE_OTEL_REJECTIONS_KEPT", 500)
 
+# --- Verdicts exported to a team's own tracing (runs/otel/export.py) ---------------------------
+# Evaluations per OTLP request (each one event per criterion plus one for its result).
+EVALSITE_OTEL_EXPORT_BATCH = env_int("EVALSITE_OTEL_EXPORT_BATCH", 20)
+# Requests one drain task sends at most (then it asks for another drain).
+EVALSITE_OTEL_EXPORT_MAX_BATCHES = env_int("EVALSITE_OTEL_EXPORT_MAX_BATCHES", 50)
+# Evaluations waiting per team; beyond it the oldest are dropped unsent (and counted).
+EVALSITE_OTEL_EXPORT_MAX_PENDING = env_int("EVALSITE_OTEL_EXPORT_MAX_PENDING", 10_000)
+# Attempts of one evaluation's events before they are given up (and counted as failed).
+EVALSITE_OTEL_EXPORT_MAX_ATTEMPTS = env_int("EVALSITE_OTEL_EXPORT_MAX_ATTEMPTS", 10)
+# Seconds before the second attempt, doubled for each further one (at most an hour).
+EVALSITE_OTEL_EXPORT_BACKOFF = env_float("EVALSITE_OTEL_EXPORT_BACKOFF", 10.0)
+# Seconds one request (with the SDK's own quick retries of 429/502/503/504) may take.
+EVALSITE_OTEL_EXPORT_TIMEOUT = env_float("EVALSITE_OTEL_EXPORT_TIMEOUT", 10.0)
+# Seconds between beat drains (besides the drain asked for when evaluations finish).
+EVALSITE_OTEL_EXPORT_INTERVAL = env_float("EVALSITE_OTEL_EXPORT_INTERVAL", 30.0)
+
 # --- Judge budgets (judging/services/budget.py) -----------------------------------------------
 # Seconds between runs of the budget beat task: expired reservations are given back and
 # over-budget evaluations of teams with room again (a new day or month) are queued.
@@ -435,6 +451,10 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-evaluations": {"task": "runs.tasks.sweep", "schedule": EVALSITE_SWEEP_INTERVAL},
     "judge-budgets": {"task": "runs.tasks.budgets_tick", "schedule": EVALSITE_BUDGET_INTERVAL},
     "sweep-otel-spans": {"task": "runs.tasks.otel_sweep", "schedule": EVALSITE_SWEEP_INTERVAL},
+    "otel-export": {
+        "task": "runs.tasks.otel_export_drain",
+        "schedule": EVALSITE_OTEL_EXPORT_INTERVAL,
+    },
     "retention": {
         "task": "reviews.tasks.retention_enforce",
         "schedule": EVALSITE_RETENTION_INTERVAL,

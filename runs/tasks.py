@@ -2,9 +2,11 @@
 service. The judging tasks are judging/tasks.py."""
 
 from celery import shared_task
+from django.conf import settings
 
 from teams.models import Team
 
+from .otel.export import DRAIN_TASK, otel_export_kick, otel_exports_drain
 from .otel.services import ASSEMBLE_TASK, otel_sweep, otel_trace_assemble
 
 
@@ -25,3 +27,23 @@ def otel_assemble(team_id: str, trace_ids: list[str]) -> int:
 def otel_sweep_task() -> dict:
     made, deleted = otel_sweep()
     return {"assembled": made, "deleted": deleted}
+
+
+@shared_task(
+    name=DRAIN_TASK,
+    acks_late=True,
+    ignore_result=True,
+    time_limit=int(
+        settings.EVALSITE_OTEL_EXPORT_TIMEOUT * settings.EVALSITE_OTEL_EXPORT_MAX_BATCHES
+    )
+    + 120,
+    max_retries=0,
+)
+def otel_export_drain() -> dict:
+    """Send the verdicts owed to teams' OTLP endpoints (runs/otel/export.py). Failures are
+    retried through the outbox's own backoff, never by Celery; a redelivered message finds the
+    sent rows gone and the claimed ones held."""
+    report = otel_exports_drain()
+    if report.more:
+        otel_export_kick(0)
+    return {"sent_events": report.sent_events, "failed": report.failed_requests}

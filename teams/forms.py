@@ -12,7 +12,7 @@ from django.contrib.auth.forms import UserCreationForm
 from evalsite.schemas import BIGINT_MAX, FLOAT_MAX, INT_MAX
 
 from .memberships import TEAM_NAME_MAX
-from .models import JudgeConnection, Role
+from .models import JudgeConnection, OtlpProtocol, Role
 from .services import TeamValidationError
 
 
@@ -198,3 +198,59 @@ class ConnectionForm(forms.Form):
         for name, message in error.errors.items():
             field = name.split(".")[0]
             self.add_error(field if field in self.fields else None, message)
+
+
+class _Unshown(forms.Textarea):
+    """A textarea that never sends its value back: a refused form is typed again, its secret
+    never shown twice (as PasswordInput(render_value=False))."""
+
+    def format_value(self, value: Any) -> str | None:
+        return None
+
+
+EXPORT_PREFIX = "export"  # its fields' ids stay apart from the page's other forms
+
+
+class OtelExportForm(forms.Form):
+    """Where verdicts go as OpenTelemetry events (owners); the headers are write-only."""
+
+    endpoint = forms.CharField(
+        max_length=500,
+        label="OTLP/HTTP logs endpoint",
+        help_text="The full URL, e.g. https://otlp.example.com/v1/logs (a collector, Langfuse, "
+        "Phoenix, Grafana, Honeycomb).",
+    )
+    protocol = forms.ChoiceField(choices=OtlpProtocol.choices, label="Protocol")
+    headers = forms.CharField(
+        required=False,
+        label="Headers",
+        widget=_Unshown(attrs={"rows": 3, "autocomplete": "off", "spellcheck": "false"}),
+        help_text="One “Name: value” a line (e.g. x-api-key: …). Stored encrypted and never shown "
+        "again; empty keeps the saved ones.",
+    )
+    clear_headers = forms.BooleanField(required=False, label="Remove the saved headers")
+
+    def clean_headers(self) -> dict[str, str] | None:
+        """The headers typed, or None (keep the saved ones)."""
+        text = self.cleaned_data.get("headers") or ""
+        if not text.strip():
+            return None
+        out: dict[str, str] = {}
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            name, colon, value = line.partition(":")
+            if not colon or not name.strip() or not value.strip():
+                raise forms.ValidationError(f"line {number}: write it as “Name: value”")
+            out[name.strip()] = value.strip()
+        return out
+
+    def export_fields(self) -> dict[str, Any]:
+        """The keyword arguments of teams.otel_export.otel_export_set."""
+        data = self.cleaned_data
+        fields = {"endpoint": data["endpoint"], "protocol": data["protocol"]}
+        if data["clear_headers"]:
+            fields["headers"] = {}
+        elif data["headers"] is not None:
+            fields["headers"] = data["headers"]
+        return fields

@@ -182,3 +182,51 @@ class TeamInvite(models.Model):
     @property
     def is_expired(self) -> bool:
         return self.expires_at <= timezone.now()
+
+
+class OtlpProtocol(models.TextChoices):
+    PROTOBUF = "http/protobuf", "OTLP/HTTP protobuf"
+    JSON = "http/json", "OTLP/HTTP JSON"
+
+
+class OtelExport(models.Model):
+    """Where a team's verdicts go as OpenTelemetry ``gen_ai.evaluation.result`` events
+    (runs/otel/export.py): an OTLP/HTTP logs endpoint, checked by the outbound guard when saved
+    and on every send. The headers (often an API key) are stored encrypted (teams.crypto) and
+    never shown again: answers name them only. The rest is the export's state as the team sees
+    it, written by the exporter."""
+
+    team = models.OneToOneField(
+        Team, on_delete=models.CASCADE, primary_key=True, related_name="otel_export"
+    )
+    endpoint = models.CharField(max_length=500)
+    protocol = models.CharField(
+        max_length=16, choices=OtlpProtocol.choices, default=OtlpProtocol.PROTOBUF
+    )
+    headers_ciphertext = models.TextField(blank=True)
+    header_names = models.JSONField(default=list, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    # What the exporter did: counts of events, not of evaluations.
+    last_success_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    last_error_at = models.DateTimeField(null=True, blank=True)
+    sent_events = models.PositiveBigIntegerField(default=0)
+    # Events given up on: the receiver refused them for good, or they ran out of attempts.
+    failed_events = models.PositiveBigIntegerField(default=0)
+    # Evaluations dropped unsent, oldest first, because more than
+    # EVALSITE_OTEL_EXPORT_MAX_PENDING were waiting.
+    dropped_evaluations = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(protocol__in=OtlpProtocol.values),
+                name="otel_export_protocol_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.team} → {self.endpoint}"
+
+    def __repr__(self) -> str:  # never the headers
+        return f"<OtelExport {self.team_id} {self.protocol}>"

@@ -21,7 +21,7 @@ from evalsite.outbound import Purpose, outbound_refusal
 from judge_engine.judge import BODY_PARAMS, connection_route_problem
 
 from .crypto import SecretUnreadable, secret_decrypt, secret_encrypt, secret_reencrypt
-from .models import ApiKey, JudgeConnection, Membership, Role, Team
+from .models import ApiKey, JudgeConnection, Membership, OtelExport, Role, Team
 from .prices import judge_prices_clean, token_threshold_error
 
 KEY_PREFIX = "es_"
@@ -58,8 +58,9 @@ def team_webhook_secret_rotate(*, team: Team) -> str:
 
 
 def secrets_reencrypt() -> tuple[int, int]:
-    """Re-encrypt every stored secret (connection keys, webhook secrets) with the first key of
-    EVALSITE_SECRETS_KEY; (re-encrypted, unreadable). Run after putting a new key first."""
+    """Re-encrypt every stored secret (connection keys, webhook secrets, export headers) with
+    the first key of EVALSITE_SECRETS_KEY; (re-encrypted, unreadable). Run after putting a new
+    key first."""
     done = unreadable = 0
     rows = [
         *((c, "key_ciphertext") for c in JudgeConnection.objects.exclude(key_ciphertext="")),
@@ -67,6 +68,7 @@ def secrets_reencrypt() -> tuple[int, int]:
             (t, "webhook_secret_encrypted")
             for t in Team.objects.exclude(webhook_secret_encrypted="")
         ),
+        *((e, "headers_ciphertext") for e in OtelExport.objects.exclude(headers_ciphertext="")),
     ]
     for row, field in rows:
         try:

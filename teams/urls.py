@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views, views_invites, views_members
+from . import views, views_export, views_invites, views_members
 
 urlpatterns = [
     path("team/switch/", views.team_switch, name="team_switch"),
@@ -26,6 +26,12 @@ urlpatterns = [
     path("team/settings/", views.team_settings_save, name="team_settings_save"),
     path("team/retention/", views.team_retention_save, name="team_retention_save"),
     path("team/budget/", views.team_budget_save, name="team_budget_save"),
+    path("team/otel-export/", views_export.otel_export_save, name="otel_export_save"),
+    path(
+        "team/otel-export/remove/",
+        views_export.otel_export_remove_view,
+        name="otel_export_remove",
+    ),
     path("team/keys/", views.api_key_new, name="api_key_new"),
     path("team/keys/<uuid:key_id>/revoke/", views.api_key_revoke_view, name="api_key_revoke"),
     path("team/webhook-secret/", views.webhook_secret_rotate, name="webhook_secret_rotate"),

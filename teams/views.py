@@ -20,6 +20,7 @@ from judging.services.budget import BudgetValidationError, budget_for, budget_up
 from judging.services.budget_wait import budget_below_use
 from judging.services.connection_check import connection_check
 from runs.models.budget import LIMIT_FIELDS
+from runs.otel.export import otel_export_status
 
 from .access import (
     TeamRequest,
@@ -30,10 +31,12 @@ from .access import (
     team_required,
 )
 from .forms import (
+    EXPORT_PREFIX,
     ApiKeyForm,
     BudgetForm,
     ConnectionForm,
     InviteForm,
+    OtelExportForm,
     RetentionForm,
     TeamSettingsForm,
 )
@@ -107,6 +110,16 @@ def settings_page(request: TeamRequest, *, status: int = 200, **context: Any) ->
                 "retention_days": team.retention_days,
                 "retention_delete_protected": team.retention_delete_protected,
             }
+        ),
+    )
+    context["export"] = export = otel_export_status(team=team)
+    context.setdefault(
+        "export_form",
+        OtelExportForm(
+            initial={"endpoint": export["endpoint"], "protocol": export["protocol"]}
+            if export
+            else {},
+            prefix=EXPORT_PREFIX,
         ),
     )
     context["keys"] = api_keys_list(team=team).select_related("created_by")

@@ -1,8 +1,8 @@
 """No secret reaches a log record, at any level, whatever a client sends.
 
 Every record of every logger (root at DEBUG, django.request and ninja included) is captured
-as it is made, before the LOGGING filter redacts it, while API keys, a webhook secret, an invite token and a judge
-connection's key are sent in every malformed way a client may send a credential, to several
+as it is made, before the LOGGING filter redacts it, while API keys, a webhook secret, an invite token, a judge
+connection's key and an OTLP export's header are sent in every malformed way a client may send a credential, to several
 endpoints, and invite links with bad and expired tokens are opened. Then the filter installed
 in LOGGING (evalsite.logredact), the defence in depth, is checked on its own.
 """
@@ -129,7 +129,22 @@ def test_no_credential_sent_in_any_wrong_form_reaches_a_log(
     )
     token = invite.json()["link"].rstrip("/").rsplit("/", 1)[-1]
     connection_key = "sk-conn-" + secrets.token_hex(16)
+    export_header = "otlp-hdr-" + secrets.token_hex(16)
+    exported = Client().patch(
+        "/api/team/settings",
+        data={
+            "otel_export": {
+                "endpoint": "http://127.0.0.1:9/v1/logs",  # a closed port: never answers
+                "headers": {"Authorization": export_header, "bad name": export_header},
+            }
+        },
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {valid}"},
+    )
+    assert exported.status_code == 422  # the bad header name: the error names it, not its value
+    assert export_header not in exported.content.decode()
     found = [valid, revoked, unknown, webhook.json()["secret"], token, connection_key]
+    found.append(export_header)
 
     for secret in found:
         send_everywhere(secret)

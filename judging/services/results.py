@@ -21,6 +21,7 @@ from runs.models import (
     Kind,
     Status,
 )
+from runs.otel.export import otel_export_enqueue
 from runs.services.groupcommit import GroupCommit
 from runs.services.rollups import rollup_verdicts_changed, verdict_rollup_rows
 from runs.services.rollups_evaluations import (
@@ -228,6 +229,7 @@ def _write(jobs: list[Finished], runs: dict[Any, AgentRun]) -> None:
     rollup_versions_judged(judged=_judged_on_versions(jobs, written), before=rows)
     if breakdowns:
         AlignmentBreakdown.objects.bulk_create(breakdowns)
+    otel_export_enqueue(evaluations=_exported(jobs, written))
     _applied(rows, updates, current.demoted)
     before = {pk: (r.team_id, r.rubric_id, r.created_at, r.passed) for pk, r in runs.items()}
     runs_refresh({run_id: run.rubric_id for run_id, run in runs.items()}, rows, before)
@@ -239,6 +241,16 @@ def _judged_on_versions(jobs: list[Finished], written: dict[Any, Evaluation]) ->
         (job.evaluation.team_id, job.evaluation.rubric_version_id, job.evaluation.run_id)
         for job in jobs
         if written[job.evaluation.pk].status == Status.SUCCEEDED
+    ]
+
+
+def _exported(jobs: list[Finished], written: dict[Any, Evaluation]) -> list[tuple[Any, Any]]:
+    """(team, evaluation) of each verdict a team's tracing is owed (runs/otel/export.py): the
+    evaluations this write made succeed, calibration judgements left out."""
+    return [
+        (job.evaluation.team_id, job.evaluation.pk)
+        for job in jobs
+        if written[job.evaluation.pk].status == Status.SUCCEEDED and not job.evaluation.calibration
     ]
 
 

@@ -7,7 +7,7 @@ counts). OpenTelemetry ingest's staged spans and service defaults live with thei
 (runs/otel/) and are registered from here too.
 """
 
-from ..otel.models import OtelRejection, OtelServiceRubric, OtelSpan
+from ..otel.models import OtelExportItem, OtelRejection, OtelServiceRubric, OtelSpan
 from .batches import BatchStatus, RescoreBatch
 from .budget import LIMIT_FIELDS, BudgetCounter, BudgetHold, BudgetPeriod, JudgeBudget
 from .evaluations import AlignmentBreakdown, CriterionVerdict, Evaluation, Perspective
@@ -38,6 +38,7 @@ __all__ = [
     "EvaluationDayRollup",
     "JudgeBudget",
     "Kind",
+    "OtelExportItem",
     "OtelRejection",
     "OtelServiceRubric",
     "OtelSpan",

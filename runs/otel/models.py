@@ -130,3 +130,34 @@ class OtelRejection(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.trace_id}:{self.span_id}"
+
+
+class OtelExportItem(models.Model):
+    """An evaluation whose verdicts are owed to its team's OTLP endpoint (an outbox row,
+    written in the transaction that stored the verdicts: runs/otel/export.py). Deleted once the
+    receiver accepted them, or given up on (counted on the team's export)."""
+
+    id = models.BigAutoField(primary_key=True)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    evaluation = models.ForeignKey("runs.Evaluation", on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    attempts = models.PositiveIntegerField(default=0)
+    # Not sent before this (backoff after a failed attempt).
+    next_attempt_at = models.DateTimeField(default=timezone.now)
+    # A drain holds the row until then (compare-and-set claim; a dead worker's claim expires).
+    claim = models.UUIDField(null=True, blank=True)
+    claimed_until = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        app_label = "runs"
+        indexes = [
+            # The drain: a team's rows due now, oldest first; trimming a team's oldest.
+            models.Index(fields=["team", "next_attempt_at", "id"], name="otel_export_due"),
+            # Which teams have rows due.
+            models.Index(fields=["next_attempt_at"], name="otel_export_next"),
+            # Reading back one drain's claimed rows.
+            models.Index(fields=["claim"], name="otel_export_claim"),
+        ]
+
+    def __str__(self) -> str:
+        return f"export of {self.evaluation_id}"

@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.test import Client
+from django.utils import timezone
 
 from judging.services.budget import budget_update
 from reviews.models import Alert, RunReview
@@ -24,6 +25,8 @@ from reviews.services.alerts import alert_rule_create, alerts_evaluate
 from reviews.services.calibration import consistency_check, golden_run
 from runs.models import AgentRun, OtelRejection, Status
 from runs.otel.service_rubrics import otel_service_set
+from teams.crypto import secret_encrypt
+from teams.models import OtelExport
 from teams.services import api_key_create, connection_create
 from tests.browser.test_screenshots import (
     PARTIAL,
@@ -98,6 +101,12 @@ def _seed_settings_and_alerts(
     connection_create(
         team=team, name="Staging judge", model="openai/gpt-4o-mini",
         api_base=judge_url, api_key="sk-staging-0123456789abcdef",
+    )  # fmt: skip
+    # An export as a receiver that is down leaves it (team settings shows its state).
+    OtelExport.objects.create(
+        team=team, endpoint=LONG_URL + "/v1/logs", header_names=["x-api-key"],
+        headers_ciphertext=secret_encrypt('{"x-api-key": "k"}'), sent_events=812,
+        failed_events=3, last_error="HTTP 503 Service Unavailable", last_error_at=timezone.now(),
     )  # fmt: skip
     data["rule"] = alert_rule_create(
         team=team, kind="criterion_failure_rate", rubric=support.slug,

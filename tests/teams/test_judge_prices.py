@@ -29,7 +29,7 @@ def priced(team: Team, prices: dict | None = None) -> Team:
 def test_the_api_reads_and_replaces_the_prices_and_the_token_threshold(api, team):
     assert api.get("/team/settings").json() == {
         "confirm_cost_above": 5.0, "confirm_tokens_above": 200_000, "judge_prices": {},
-        "retention_days": None, "retention_delete_protected": False,
+        "retention_days": None, "retention_delete_protected": False, "otel_export": None,
     }  # fmt: skip
 
     answer = api.patch(
