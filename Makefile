@@ -3,6 +3,8 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 export LITELLM_LOCAL_MODEL_COST_MAP := True
+# Keep compiled bytecode between processes (scripts/test says why).
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: run test test-fast test-only install install-run lint typecheck mastra-pack bench-throughput bench-pages bench-rescore clean
 
