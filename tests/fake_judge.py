@@ -428,7 +428,6 @@ class JudgeState:
             "max_in_flight": self.max_in_flight,
             "completions": self.completions,
             "criteria_judged": self.criteria_judged,
-            "suggestions": self.suggestions,
             "by_fault": dict(self.by_fault),
         }
 
@@ -608,6 +607,10 @@ class FakeJudge:
 
     def last_request(self) -> dict | None:
         return self._call(self._read(lambda: self.state.last))
+
+    def suggestions(self) -> int:
+        """How many suggested-edit requests it answered (with an edit or a fault's content)."""
+        return self._call(self._read(lambda: self.state.suggestions))
 
     def credentials(self) -> list[dict[str, str]]:
         """The credential headers (Authorization, x-api-key, ...) of each completion request."""

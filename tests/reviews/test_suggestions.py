@@ -71,7 +71,7 @@ def test_a_redelivered_job_does_not_ask_the_judge_twice(
 
     assert suggestion_generate(suggestion_id=suggestion.pk) == "ready"
     assert suggestion_generate(suggestion_id=suggestion.pk) is None
-    assert fake_judge.stats()["suggestions"] == 1
+    assert fake_judge.suggestions() == 1
 
 
 def _today(team) -> BudgetCounter:
@@ -119,4 +119,4 @@ def test_a_reached_budget_refuses_to_ask_and_fails_a_job_still_waiting(
     assert suggestion_generate(suggestion_id=waiting.pk) == "failed"
     waiting.refresh_from_db()
     assert "judge budget is reached" in waiting.error
-    assert fake_judge.stats()["suggestions"] == 0
+    assert fake_judge.suggestions() == 0

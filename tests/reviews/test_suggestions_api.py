@@ -72,7 +72,7 @@ def test_the_job_asks_the_judge_with_the_excerpts_reasoning_and_notes_and_stores
     assert NOTE in prompt and FAILING in prompt
     assert 'output never mentions \\"order number\\"' in prompt  # the judge's reasoning
     assert sent["response_format"]["json_schema"]["name"] == "criterion_edit"
-    assert fake_judge.stats()["suggestions"] == 1
+    assert fake_judge.suggestions() == 1
 
 
 def test_too_few_disagreeing_labels_is_a_422_naming_criterion_id(api, rubric, judged_run, reviewer):
