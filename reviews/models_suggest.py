@@ -50,6 +50,9 @@ class Suggestion(models.Model):
     error = models.TextField(blank=True)
     # The run ids of the disagreeing labels shown to the judge, newest first.
     evidence = models.JSONField(default=list)
+    # The judge it is asked of, frozen when it is requested as an evaluation's is
+    # (rubrics.judging.judge_config_for: model, parameters, connection id, never a key).
+    judge_config = models.JSONField(default=dict)
     judge_model = models.CharField(max_length=200, blank=True)
     prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
     completion_tokens = models.PositiveIntegerField(null=True, blank=True)

@@ -137,6 +137,7 @@ def _pending(team: Team, rubric: Rubric, criterion: Criterion, user: Any) -> Sug
         team=team, rubric=rubric, version_id=criterion.version_id, criterion_key=criterion.key,
         criterion_text=criterion.description, created_by=user,
         evidence=disagreement_run_ids(rubric=rubric, criterion=criterion),
+        judge_config=judge_config_for(rubric, prices=team.judge_prices),
     )  # fmt: skip
     transaction.on_commit(lambda: _enqueue(suggestion.pk), robust=True)
     return suggestion
@@ -163,9 +164,7 @@ def _take(suggestion_id: Any, now: datetime) -> Suggestion | None:
     )
     if not taken:
         return None
-    return Suggestion.objects.select_related("rubric", "rubric__team", "version").get(
-        pk=suggestion_id
-    )
+    return Suggestion.objects.select_related("version").get(pk=suggestion_id)
 
 
 def _usage(calls: list[JudgeCall]) -> tuple[int, int, float | None]:
@@ -221,10 +220,7 @@ def suggestion_generate(*, suggestion_id: Any, final_attempt: bool = True) -> st
     if not items:
         _finish(suggestion.pk, error="the reviewers no longer disagree with the judge on its runs")
         return SuggestionStatus.FAILED
-    rubric = suggestion.rubric
-    # The judge an evaluation of this rubric would get (model, connection, the team's price).
-    frozen = judge_config_for(rubric, prices=rubric.team.judge_prices)
-    config = judge_for(Evaluation(judge_config=frozen))
+    config = judge_for(Evaluation(judge_config=suggestion.judge_config))
     messages = suggest_messages(
         criterion=suggestion.criterion_text,
         others=list(
