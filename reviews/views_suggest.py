@@ -16,12 +16,12 @@ from django.views.decorators.http import require_GET, require_POST
 
 from evalsite.errors import AppError, page_message
 from rubrics.models import Rubric
+from teams.access import TeamRequest, editor_required, team_required
 
 from .selectors.suggestions import disagreements_by_criterion, open_suggestions, suggestion_get
 from .services.suggestion_decide import suggestion_accept, suggestion_dismiss
 from .services.suggestions import suggestions_request
 from .views import rubric_or_404
-from teams.access import editor_required, team_required
 
 PAGE = "reviews/suggestions.html"
 
@@ -62,7 +62,7 @@ def suggestions(request: HttpRequest, rubric_id: Any) -> HttpResponse:
 
 @editor_required
 @require_POST
-def suggest_start(request: HttpRequest, rubric_id: Any) -> HttpResponse:
+def suggest_start(request: TeamRequest, rubric_id: Any) -> HttpResponse:
     rubric = rubric_or_404(request, rubric_id)
     criterion = (request.POST.get("criterion") or "").strip() or None
     try:
@@ -70,7 +70,7 @@ def suggest_start(request: HttpRequest, rubric_id: Any) -> HttpResponse:
             team=request.team,
             rubric=rubric,
             criterion_id=criterion,
-            user=request.user,  # type: ignore[attr-defined]
+            user=request.user,
         )
     except AppError as exc:
         messages.error(request, page_message(exc))
@@ -85,7 +85,7 @@ def suggest_start(request: HttpRequest, rubric_id: Any) -> HttpResponse:
 @editor_required
 @require_POST
 def suggestion_accept_view(
-    request: HttpRequest, rubric_id: Any, suggestion_id: Any
+    request: TeamRequest, rubric_id: Any, suggestion_id: Any
 ) -> HttpResponse:
     rubric = rubric_or_404(request, rubric_id)
     found = suggestion_get(rubric=rubric, suggestion_id=suggestion_id)
@@ -97,7 +97,7 @@ def suggestion_accept_view(
             team=request.team,
             rubric=rubric,
             suggestion=found,
-            user=request.user,  # type: ignore[attr-defined]
+            user=request.user,
         )
     except AppError as exc:
         messages.error(request, page_message(exc))

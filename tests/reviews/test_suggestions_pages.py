@@ -55,7 +55,7 @@ def test_the_review_page_offers_suggest_an_edit_beside_a_criterion_with_enough_d
         reverse("reviews:suggest_start", args=[rubric.id]), {"criterion": "c2", "next": review}
     )
     assert asked.status_code == 302 and asked["Location"] == review
-    suggestion = Suggestion.objects.get(rubric=rubric)
+    assert Suggestion.objects.get(rubric=rubric).criterion_key == "c2"
     page = _page(client, review)
     assert "Asking the judge for an edit of c2" in page
     assert 'data-testid="suggest-c2"' not in page  # one pending suggestion at a time
