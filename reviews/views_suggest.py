@@ -32,13 +32,15 @@ def suggestions_context(rubric: Rubric, back: str) -> dict[str, Any]:
     found = open_suggestions(rubric=rubric)
     rows = disagreements_by_criterion(rubric=rubric)
     pending_keys = {k for k, items in found.items() if any(s.status == "pending" for s in items)}
+    # "Suggest an edit" is offered where no suggestion waits for the judge or for a decision.
+    open_keys = {k for k, items in found.items() if any(s.status != "failed" for s in items)}
     return {
         "rubric": rubric,
         "suggest_rows": rows,
         "suggest_by_key": {r.key: r for r in rows},
         "suggestions": found,
         "suggest_pending": bool(pending_keys),
-        "pending_keys": pending_keys,
+        "open_keys": open_keys,
         "back": back,
     }
 
