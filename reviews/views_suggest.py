@@ -47,7 +47,9 @@ def suggestions_context(rubric: Rubric, back: str) -> dict[str, Any]:
 
 def _back(request: HttpRequest, rubric: Rubric) -> str:
     wanted = request.POST.get("next") or request.GET.get("next") or ""
-    if wanted and url_has_allowed_host_and_scheme(wanted, allowed_hosts={request.get_host()}):
+    # A path of this site only (redirect() would read anything else as a view name).
+    local = wanted.startswith("/") and not wanted.startswith("//")
+    if local and url_has_allowed_host_and_scheme(wanted, allowed_hosts={request.get_host()}):
         return wanted
     return reverse("reviews:suggestions", args=[rubric.pk])
 

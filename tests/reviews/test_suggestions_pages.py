@@ -98,6 +98,8 @@ def test_the_editor_loads_the_panel_which_polls_while_pending_and_dismiss_sets_i
         reverse("reviews:suggestion_dismiss", args=[rubric.id, suggestion.pk]), {"next": "//evil"}
     )
     assert dismissed["Location"] == panel  # only a path of this site
+    asked = client.post(reverse("reviews:suggest_start", args=[rubric.id]), {"next": "%%%"})
+    assert asked.status_code == 302 and asked["Location"] == panel
     suggestion.refresh_from_db()
     assert suggestion.status == "dismissed"
     assert "Gives the order number" not in _page(client, panel)
