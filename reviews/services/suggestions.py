@@ -51,6 +51,8 @@ SUGGEST_TASK = "reviews.tasks.suggestion_generate"
 # A task that took a suggestion and died (killed worker) leaves it pending: after this long a
 # redelivery may take it again. Longer than the task's time limit.
 STALE_SECONDS = 600
+# Criteria one request without a criterion_id asks about.
+MAX_PER_REQUEST = 10
 
 
 class SuggestionValidationError(FieldErrors):
@@ -95,7 +97,10 @@ def _targets(rubric: Rubric, criterion_id: str | None) -> list[str]:
                 }
             )
         return [row.key]
-    enough = [r.key for r in rows if r.enough]
+    # The most disputed first, at most MAX_PER_REQUEST: one request queues a bounded number of
+    # judge calls.
+    ranked = sorted((r for r in rows if r.enough), key=lambda r: -r.disagreeing)
+    enough = [r.key for r in ranked[:MAX_PER_REQUEST]]
     if not enough:
         counts = ", ".join(f"{r.key}: {r.disagreeing}" for r in rows)
         raise SuggestionValidationError(
@@ -110,8 +115,8 @@ def _targets(rubric: Rubric, criterion_id: str | None) -> list[str]:
 def suggestions_request(
     *, team: Team, rubric: Rubric, criterion_id: str | None = None, user: Any = None
 ) -> list[Suggestion]:
-    """Ask for an edit of the criterion (or of every criterion with enough disagreeing labels):
-    pending suggestions, queued once this commits. A criterion whose suggestion is still
+    """Ask for an edit of the criterion (or of the criteria with enough disagreeing labels, the
+    most disputed MAX_PER_REQUEST): pending suggestions, queued once this commits. A criterion whose suggestion is still
     pending answers that one again. Errors name the field (422) or the budget (409)."""
     if problem := _budget_problem(team.pk, timezone.now()):
         raise SuggestionConflict(problem)

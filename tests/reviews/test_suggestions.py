@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from judging.services.budget import budget_update
 from judging.services.budget_slices import period_starts
-from reviews.models import Suggestion
+from reviews.models import Suggestion, SuggestionThreshold
 from reviews.services import override_create
 from reviews.services.suggestions import suggestion_generate, suggestions_request
 from rubrics.models import RubricVersion
@@ -19,7 +19,7 @@ from runs.models import Evaluation
 from runs.models.budget import BudgetCounter
 from tests.api_client import assert_error
 
-from .conftest import FAILING
+from .conftest import FAILING, judge_pending
 
 
 def _disagree(judged_run, reviewer, note: str, n: int = 3) -> list[Any]:
@@ -120,3 +120,25 @@ def test_a_reached_budget_refuses_to_ask_and_fails_a_job_still_waiting(
     waiting.refresh_from_db()
     assert "judge budget is reached" in waiting.error
     assert fake_judge.suggestions() == 0
+
+
+def test_one_request_asks_about_at_most_ten_criteria_the_most_disputed_first(
+    team, make_rubric, make_run, reviewer, fake_judge
+):
+    rubric = make_rubric(
+        name="Many", criteria=[f"- Point {i}" for i in range(12)], alignment_mode="off"
+    )
+    runs = [make_run(rubric=rubric.slug, output=f"Fine ({i})") for i in range(2)]
+    judge_pending()
+    for n, run in enumerate(runs):
+        run.refresh_from_db()
+        keys = [f"c{i + 1}" for i in range(12)] if n == 0 else ["c12"]
+        for key in keys:
+            override_create(
+                run=run, criterion_key=key, satisfied=False, note="no", reviewer=reviewer
+            )
+    SuggestionThreshold.objects.create(rubric=rubric, min_labels=1)
+
+    made = suggestions_request(team=team, rubric=rubric)
+
+    assert len(made) == 10 and "c12" in {s.criterion_key for s in made}
