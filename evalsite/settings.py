@@ -359,6 +359,12 @@ EVALSITE_REVIEW_KAPPA_THRESHOLD = env_float("EVALSITE_REVIEW_KAPPA_THRESHOLD", 0
 EVALSITE_REVIEW_FLIP_THRESHOLD = env_float("EVALSITE_REVIEW_FLIP_THRESHOLD", 0.1)
 # A reviewer's claim on a queued run lasts this long without activity.
 EVALSITE_REVIEW_CLAIM_SECONDS = env_int("EVALSITE_REVIEW_CLAIM_SECONDS", 600)
+# Suggested criterion edits: disagreeing labels a criterion needs before the judge is asked for
+# an edit (a rubric may set its own), the disagreeing runs shown (newest first), and the tokens
+# the prompt's excerpts share.
+EVALSITE_SUGGEST_MIN_LABELS = env_int("EVALSITE_SUGGEST_MIN_LABELS", 3)
+EVALSITE_SUGGEST_MAX_RUNS = env_int("EVALSITE_SUGGEST_MAX_RUNS", 8)
+EVALSITE_SUGGEST_TOKEN_BUDGET = env_int("EVALSITE_SUGGEST_TOKEN_BUDGET", 6000)
 
 # --- OpenTelemetry ingest (runs/otel/) ------------------------------------------------------
 # Seconds between an agent span's arrival and its run's assembly (children exported in a

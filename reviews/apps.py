@@ -19,3 +19,10 @@ class ReviewsConfig(AppConfig):
 
         # A comparison's batch ended: a publishing gate waiting on it is decided.
         batch_ended_register(gate_on_batch_end)
+
+        from judging.services.budget_slices import usage_source_register
+
+        from .services.suggestion_decide import suggestions_usage
+
+        # The judge budget counts the tokens suggested edits took, as it counts evaluations'.
+        usage_source_register(suggestions_usage)

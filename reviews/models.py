@@ -349,3 +349,9 @@ class CalibrationItem(models.Model):
 # Alerts live with their code (reviews.services.alerts).
 from .models_alerts import Alert, AlertDelivery, AlertKind, AlertRule, WebhookFormat  # noqa: E402,F401
 from .models_compare import Comparison, ComparisonPurpose, GateState  # noqa: E402,F401
+from .models_suggest import (  # noqa: E402,F401
+    Suggestion,
+    SuggestionKind,
+    SuggestionStatus,
+    SuggestionThreshold,
+)

@@ -1,13 +1,16 @@
-"""Celery tasks of reviews: alert rules evaluated on a beat schedule, webhook deliveries."""
+"""Celery tasks of reviews: alert rules evaluated on a beat schedule, webhook deliveries,
+suggested criterion edits asked of the judge."""
 
 from celery import shared_task
 from django.conf import settings
 
+from judge_engine import TransientJudgeError
 from judging.services.rescore_webhook import WebhookFailed, webhook_backoff
 
 from .services.alert_delivery import ALERT_DELIVER_TASK, alert_deliver
 from .services.alerts import alerts_evaluate
 from .services.retention import retention_enforce
+from .services.suggestions import STALE_SECONDS, SUGGEST_TASK, suggestion_generate
 
 
 @shared_task(name="reviews.tasks.alerts_evaluate", ignore_result=True, time_limit=120)
@@ -37,3 +40,22 @@ def retention_enforce_task() -> dict[str, int]:
     """Delete runs past their team's retention, in bounded batches (the next tick goes on)."""
     report = retention_enforce()
     return {"deleted": report.deleted, "batches": report.batches}
+
+
+@shared_task(
+    name=SUGGEST_TASK,
+    bind=True,
+    acks_late=True,
+    ignore_result=True,
+    time_limit=STALE_SECONDS - 60,
+    max_retries=3,
+)
+def suggestion_generate_task(self, suggestion_id: str) -> str | None:
+    """Ask the judge for a suggested criterion edit; transient judge failures retry with
+    backoff, the last one marks the suggestion failed."""
+    final = self.request.retries >= self.max_retries
+    try:
+        return suggestion_generate(suggestion_id=suggestion_id, final_attempt=final)
+    except TransientJudgeError as exc:
+        countdown = exc.retry_after or 5 * 2**self.request.retries
+        raise self.retry(exc=exc, countdown=min(countdown, 120)) from exc

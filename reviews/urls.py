@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views, views_alerts, views_calibration, views_compare, views_review
+from . import views, views_alerts, views_calibration, views_compare, views_review, views_suggest
 
 app_name = "reviews"
 
@@ -57,4 +57,17 @@ urlpatterns = [
     path("<uuid:rubric_id>/gate/", views_compare.compare_panel, name="compare_panel"),
     path("<uuid:rubric_id>/gate/save/", views_compare.gate_save, name="gate_save"),
     path("<uuid:rubric_id>/versions/<int:number>/publish/", views_compare.publish, name="publish"),
+    # Suggested criterion edits (reviews.views_suggest).
+    path("<uuid:rubric_id>/suggestions/", views_suggest.suggestions, name="suggestions"),
+    path("<uuid:rubric_id>/suggestions/ask/", views_suggest.suggest_start, name="suggest_start"),
+    path(
+        "<uuid:rubric_id>/suggestions/<uuid:suggestion_id>/accept/",
+        views_suggest.suggestion_accept_view,
+        name="suggestion_accept",
+    ),
+    path(
+        "<uuid:rubric_id>/suggestions/<uuid:suggestion_id>/dismiss/",
+        views_suggest.suggestion_dismiss_view,
+        name="suggestion_dismiss",
+    ),
 ]

@@ -29,6 +29,7 @@ from . import selectors, services
 from .selectors.examples import label_in_effect
 from .services import ReviewConflict, Reviewer, ReviewValidationError
 from .views import review_url, rubric_or_404, run_or_404
+from .views_suggest import suggestions_context
 
 UNLABELLED = "review this criterion first: an example teaches the reviewers' verdict"
 
@@ -69,6 +70,8 @@ def _review_context(
         "focus": focus,
         "claim_ok": extra.pop("claim_ok", True),
         "errors": extra.pop("errors", {}),
+        # Suggested edits beside each criterion; their forms come back to this page.
+        **suggestions_context(rubric, review_url(rubric, run.pk, filters.to_query())),
         **extra,
     }
 

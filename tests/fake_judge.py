@@ -40,6 +40,14 @@ Deterministic answers
   reference, else 0.2; appropriateness = 0.8 for a non-empty output, else 0.
   ``[[scores:I,R,C,A]]`` inside the reference text forces the four scores.
 
+* Suggested criterion edit (a schema with ``rationale``, or the system message of
+  judge_engine/suggest.py): the ``<criterion-B>`` block's criterion with its double quotes
+  dropped (``reword``), split at its first " and " (``[[suggest:split]]`` in the criterion),
+  or a grading instruction quoting the first reviewer note (``[[suggest:instruction]]``); the
+  rationale names the runs of the ``<disagreements-B>`` block. ``[[judge:malformed]]`` (in a
+  reviewer's note, say) answers text that is not JSON, ``[[judge:wrong_type]]`` a kind that
+  is not one of the three.
+
 Faults and latency (markers anywhere in the request's message texts)
 --------------------------------------------------------------------
 ``[[judge:F]]`` with F in 429 (``Retry-After: 1``; ``[[judge:429:S]]`` sends
@@ -102,6 +110,9 @@ CITE_RE = re.compile(r"\[\[cite:([\d,]*)\]\]")
 QUOTED_RE = re.compile(r'"([^"]+)"')
 WORD_RE = re.compile(r"[a-z0-9]{3,}")
 SENTENCE_RE = re.compile(r"[^.!?\n]+")
+SUGGEST_KIND_RE = re.compile(r"\[\[suggest:(split|instruction|reword)\]\]")
+# The suggested-edit prompt's system message says this (judge_engine/suggest.py).
+SUGGEST_SYSTEM_MARK = "propose ONE concrete edit"
 TIMEOUT_SLEEP = 3600.0
 CREDENTIAL_HEADERS = ("authorization", "x-api-key", "api-key", "x-goog-api-key")
 
@@ -157,16 +168,20 @@ def asked_criteria(prompt: str, boundary: str | None = None) -> list[tuple[str, 
 
 
 def request_kind(body: dict) -> tuple[str, str]:
-    """("rubric" | "alignment", perspective) from the schema or system text."""
+    """("rubric" | "alignment" | "suggest", perspective) from the schema or system text."""
     fmt = body.get("response_format") or {}
     spec = fmt.get("json_schema") or {}
     props = (spec.get("schema") or {}).get("properties") or {}
     if props:
+        if "rationale" in props:
+            return "suggest", ""
         kind = "rubric" if "verdicts" in props else "alignment"
         return kind, "system" if "system" in spec.get("name", "") else "user"
     system = " ".join(
         content_text(m.get("content")) for m in body["messages"] if m.get("role") == "system"
     )
+    if SUGGEST_SYSTEM_MARK in system:
+        return "suggest", ""
     kind = "rubric" if '"verdicts"' in system else "alignment"
     return kind, "system" if "system perspective" in system.lower() else "user"
 
@@ -323,6 +338,36 @@ def alignment_answer(
     return answer
 
 
+def suggest_answer(prompt: str, fault: str | None, boundary: str | None) -> dict:
+    """A suggested edit of the criterion block's criterion, from the disagreements block's
+    JSON lines. ``[[suggest:split]]`` / ``[[suggest:instruction]]`` in the criterion pick the
+    kind (default: reword, which drops the criterion's double quotes, so the fake judge stops
+    demanding the quoted phrase verbatim)."""
+    criterion = section(prompt, "criterion", boundary)
+    lines = section(prompt, "disagreements", boundary).splitlines()
+    items = [json.loads(line) for line in lines if line.strip()]
+    runs = [item["run"] for item in items]
+    notes = [n for item in items for n in item.get("reviewer_notes", [])]
+    chosen = SUGGEST_KIND_RE.search(criterion)
+    kind = chosen.group(1) if chosen else "reword"
+    plain = SUGGEST_KIND_RE.sub("", criterion).strip()
+    if kind == "split":
+        first, _, second = plain.partition(" and ")
+        text = f"{first.strip()}\n{second.strip() or 'States it plainly'}"
+    elif kind == "instruction":
+        text = (
+            f"When grading {plain!r}, follow the reviewers: {notes[0] if notes else 'be lenient'}"
+        )
+    else:
+        text = plain.replace('"', "") if '"' in plain else f"{plain} (as the reviewers read it)"
+    answer = {
+        "kind": "rewrite" if fault == "wrong_type" else kind,
+        "text": text,
+        "rationale": f"Reviewers disagreed with the judge on {len(runs)} runs: {', '.join(runs)}",
+    }
+    return answer
+
+
 def completion_body(model: str, content: str, prompt_chars: int) -> dict:
     return {
         "id": f"chatcmpl-fake-{uuid.uuid4().hex[:12]}",
@@ -368,6 +413,7 @@ class JudgeState:
         self.max_in_flight = 0  # the most requests it was answering at once
         self.completions = 0
         self.criteria_judged = 0
+        self.suggestions = 0  # suggested-edit requests answered
         self.by_fault: Counter[str] = Counter()
         self.fault_hits: Counter[str] = Counter()
         self.last: dict | None = None
@@ -461,6 +507,9 @@ def answer(state: JudgeState, body: dict, messages: list[dict], fault: str | Non
     if kind == "rubric":
         state.criteria_judged += len(asked_criteria(prompt, boundary))
         content = json.dumps(rubric_answer(prompt, fault, boundary))
+    elif kind == "suggest":
+        state.suggestions += 1
+        content = json.dumps(suggest_answer(prompt, fault, boundary))
     else:
         content = json.dumps(alignment_answer(prompt, perspective, fault, boundary))
     if fault == "malformed":
@@ -558,6 +607,10 @@ class FakeJudge:
 
     def last_request(self) -> dict | None:
         return self._call(self._read(lambda: self.state.last))
+
+    def suggestions(self) -> int:
+        """How many suggested-edit requests it answered (with an edit or a fault's content)."""
+        return self._call(self._read(lambda: self.state.suggestions))
 
     def credentials(self) -> list[dict[str, str]]:
         """The credential headers (Authorization, x-api-key, ...) of each completion request."""

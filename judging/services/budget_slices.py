@@ -22,13 +22,14 @@ from __future__ import annotations
 import threading
 import time as monotonic
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Sum
+from django.db.models import F, Sum
 
 from runs.models import Evaluation
 from runs.models.budget import BudgetCounter, BudgetPeriod, JudgeBudget
@@ -51,13 +52,46 @@ def period_bounds(period: str, starts_on: date) -> tuple[datetime, datetime]:
     return start, datetime.combine(following, time.min, tzinfo=UTC)
 
 
+UsageSource = Callable[[Any, datetime, datetime], tuple[int, float]]
+"""Takes (team id, start, end) and answers the (tokens, USD) of the team's judge calls made
+outside evaluations that ended in [start, end): reviews' suggested edits register one."""
+
+_usage_sources: list[UsageSource] = []
+
+
+def usage_source_register(source: UsageSource) -> None:
+    """Count ``source``'s judge usage whenever a period's usage is counted from the records
+    (a new counter, a saved budget). Registering the same function again changes nothing."""
+    if source not in _usage_sources:
+        _usage_sources.append(source)
+
+
 def recorded_usage(team_id: Any, period: str, starts_on: date) -> tuple[int, float]:
-    """(tokens, USD) the team's evaluations that ended in the period recorded."""
+    """(tokens, USD) the team's evaluations that ended in the period recorded, and the judge
+    calls of the registered usage sources."""
     start, end = period_bounds(period, starts_on)
     row = Evaluation.objects.filter(
         team_id=team_id, finished_at__gte=start, finished_at__lt=end
     ).aggregate(prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens"), usd=Sum("cost"))
-    return (row["prompt"] or 0) + (row["completion"] or 0), row["usd"] or 0.0
+    tokens, usd = (row["prompt"] or 0) + (row["completion"] or 0), row["usd"] or 0.0
+    for source in _usage_sources:
+        more_tokens, more_usd = source(team_id, start, end)
+        tokens, usd = tokens + more_tokens, usd + more_usd
+    return tokens, usd
+
+
+def usage_record(team_id: Any, tokens: int, usd: float | None, *, now: datetime) -> None:
+    """Add a judge call made outside evaluations (``usd`` None: cost unknown, tokens only) to
+    the team's day and month counters, made first if missing (from the records, which already
+    hold this call when its row is written first: then nothing is added twice)."""
+    starts = period_starts(now)
+    for period, starts_on in starts.items():
+        if not counter(team_id, period, starts_on).exists():
+            counter_create(team_id, period, starts_on)
+            continue
+        counter(team_id, period, starts_on).update(
+            tokens=F("tokens") + tokens, usd=F("usd") + (usd or 0.0)
+        )
 
 
 def counter_create(team_id: Any, period: str, starts_on: date) -> None:

@@ -150,6 +150,7 @@ def page_urls(data: dict[str, Any]) -> list[str]:
         f"/reviews/{support.id}/agreement/",
         f"/reviews/{support.id}/golden/",
         f"/reviews/{support.id}/consistency/",
+        f"/reviews/{support.id}/suggestions/",
         f"/reviews/calibrations/{data['calibration'].id}/",
         data["consistency"],
         data["comparison"],

@@ -1,6 +1,7 @@
 """Reviewing in Debian's Chromium with the keyboard only (a / d / j / k / n) and with the mouse
 only, each checked against the labels and notes the reviewer meant; and the output under review
-readable on a laptop and a phone."""
+readable on a laptop and a phone; a suggested criterion edit shown in the rubric editor and
+accepted into a draft version and a comparison."""
 
 import os
 from pathlib import Path
@@ -8,10 +9,12 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from reviews.models import VerdictLabel, VerdictOverride
+from reviews.models import Suggestion, VerdictLabel, VerdictOverride
+from reviews.services import Reviewer, override_create
+from reviews.services.suggestions import suggestion_generate, suggestions_request
 from runs.models import AgentRun
 from tests.browser.test_trajectory import forty_steps
-from tests.reviews.conftest import CRITERIA, judge_pending
+from tests.reviews.conftest import CRITERIA, FAILING, judge_pending
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -177,3 +180,32 @@ def test_the_output_under_review_is_readable_on_a_laptop_and_a_phone(
     last = output.get_by_text("Paragraph 59:")
     last.scroll_into_view_if_needed()
     expect(last).to_be_in_viewport()
+
+
+def test_the_editor_shows_a_suggested_edit_beside_the_criterion_and_accept_compares_it(
+    browser_page, sign_in, teammate, team, make_rubric, make_run, fake_judge
+):
+    rubric = make_rubric(criteria=CRITERIA, alignment_mode="off")
+    runs = [make_run(rubric=rubric.slug, output=f"{FAILING} ({i})") for i in range(3)]
+    judge_pending()
+    for run in runs:
+        run.refresh_from_db()
+        override_create(
+            run=run, criterion_key="c2", satisfied=True, note="Not needed here",
+            reviewer=Reviewer(user=teammate),
+        )  # fmt: skip
+    [suggestion] = suggestions_request(team=team, rubric=rubric, criterion_id="c2")
+    assert suggestion_generate(suggestion_id=suggestion.pk) == "ready"
+
+    page = sign_in(browser_page, teammate)
+    page.goto(f"/rubrics/{rubric.id}/")
+    edit = page.get_by_test_id(f"suggestion-{suggestion.pk}")  # loaded into the editor by htmx
+    expect(edit.get_by_test_id("suggestion-text")).to_have_text("Gives the order number")
+    with page.expect_navigation():
+        edit.get_by_test_id("accept-suggestion").click()
+
+    suggestion.refresh_from_db()
+    assert suggestion.status == "accepted" and suggestion.draft.published is False
+    assert page.url.endswith(f"/reviews/comparisons/{suggestion.comparison_id}/")
+    expect(page.get_by_text(f"Saved as draft version {suggestion.draft.number}")).to_be_visible()
+    assert Suggestion.objects.get(pk=suggestion.pk).comparison.version_b_id == suggestion.draft_id

@@ -48,6 +48,7 @@ def test_every_client_method_against_the_live_server(evalsite, worker, team):
     run_id = _runs_and_scoring(c)
     _rescoring(c, run_id)
     _reviews_and_calibration(c, run_id)
+    _suggested_edits(c, run_id)
     _comparisons_drafts_and_publishing(c, run_id)
 
     missing = set(OPERATIONS) - c.called
@@ -175,6 +176,26 @@ def _reviews_and_calibration(c, run_id: str) -> None:
     check = c.start_consistency_check("support", runs=[run_id], repeats=1)
     assert c.wait_calibration(check["id"], poll=0.2, timeout=60)["progress"]["failed"] == 0
     assert c.get_calibration(check["id"])["kind"] == "consistency"
+
+
+def _suggested_edits(c, run_id: str) -> None:
+    # One reviewer label against the judge is enough with the rubric's own threshold of 1.
+    c.create_override(run_id, "c3", False, note="A bare thanks is not gratitude")
+    assert c.set_suggestion_threshold("support", 1) == {"min_labels": 1}
+    asked = c.suggest_edits("support", criterion_id="c3")["items"][0]
+    ready = c.wait_suggestion("support", asked["id"], poll=0.2, timeout=60)
+    assert (ready["status"], ready["kind"], ready["evidence"]) == ("ready", "reword", [run_id])
+    accepted = c.accept_suggestion("support", ready["id"])
+    assert c.wait_comparison(accepted["comparison_id"], poll=0.2, timeout=60)["runs"] == 1
+    second = c.suggest_edits("support")["items"][0]
+    c.wait_suggestion("support", second["id"], poll=0.2, timeout=60)
+    assert c.dismiss_suggestion("support", second["id"])["status"] == "dismissed"
+    assert [s["status"] for s in c.list_suggestions("support")["items"]] == [
+        "dismissed",
+        "accepted",
+    ]
+    assert c.set_suggestion_threshold("support", None) == {"min_labels": 3}
+    c.create_override(run_id, "c3", True)
 
 
 def _comparisons_drafts_and_publishing(c, run_id: str) -> None:

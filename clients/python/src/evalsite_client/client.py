@@ -9,11 +9,12 @@ from ._compare import CompareMixin
 from ._reviews import ReviewsMixin
 from ._rubrics import RubricsMixin
 from ._runs import RunsMixin
+from ._suggest import SuggestMixin
 from .loop import AgentStep, run_until_passed
 from .results import LoopResult
 
 
-class Client(RunsMixin, RubricsMixin, ReviewsMixin, CompareMixin):
+class Client(RunsMixin, RubricsMixin, ReviewsMixin, CompareMixin, SuggestMixin):
     """An evalsite API client: ``Client(url=None, api_key=None)`` reads ``EVALSITE_URL`` and
     ``EVALSITE_API_KEY``. Failed calls raise ``EvalsiteError(status, message, field)``;
     429/502/503/504 and dropped connections are retried with backoff, honouring

@@ -120,6 +120,26 @@ OPERATIONS: dict[str, Operation] = {
         "publish_version",
         idempotent=False,
     ),
+    # Suggested criterion edits (asking again while one is pending answers that one)
+    "rubric_suggestions_create": _op(
+        "POST", "/api/rubrics/{rubric_ref}/suggestions", "suggest_edits"
+    ),
+    "rubric_suggestions_list": _op(
+        "GET", "/api/rubrics/{rubric_ref}/suggestions", "list_suggestions"
+    ),
+    "rubric_suggestion_accept": _op(
+        "POST",
+        "/api/rubrics/{rubric_ref}/suggestions/{suggestion_id}/accept",
+        "accept_suggestion",
+    ),
+    "rubric_suggestion_dismiss": _op(
+        "POST",
+        "/api/rubrics/{rubric_ref}/suggestions/{suggestion_id}/dismiss",
+        "dismiss_suggestion",
+    ),
+    "rubric_suggestion_threshold_set": _op(
+        "PUT", "/api/rubrics/{rubric_ref}/suggestions/threshold", "set_suggestion_threshold"
+    ),
     # Judge budget and usage
     "runs_api_usage_budget_get": _op("GET", "/api/team/budget", "get_budget"),
     "runs_api_usage_budget_put": _op("PUT", "/api/team/budget", "set_budget"),
