@@ -45,9 +45,9 @@ test: install
 
 ## The inner loop: everything but the tests that start Celery workers or drive a browser and
 ## the slow sweeps (marker `slow`: every route or form with malformed input, every module
-## imported in a fresh process, npm pack, gunicorn), on every core (pytest-xdist).
+## imported in a fresh process, npm pack, gunicorn), one process more than the cores (pytest-xdist).
 test-fast: install
-	$(BIN)/pytest -m "not worker and not browser and not slow" -n auto
+	$(BIN)/pytest -m "not worker and not browser and not slow" -n $$(($$(nproc) + 1))
 
 ## The whole suite without installing anything.
 test-only:

@@ -18,6 +18,7 @@ from django.test import Client
 from tests.api_client import Api
 from tests.fake_judge import FakeJudge
 from tests.live_server import live_server  # noqa: F401 - overrides pytest-django's
+from tests.migrated_db import django_db_keepdb, django_db_setup  # noqa: F401 - extend pytest-django's
 from tests.waiting import wait_for  # noqa: F401 - tests import it from here
 from tests.worker_harness import (  # noqa: F401 - the harness's fixtures, registered here
     ROOT,
