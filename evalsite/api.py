@@ -19,6 +19,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.db import OperationalError
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError
@@ -262,6 +263,25 @@ def on_not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
 @api.exception_handler(PermissionDenied)
 def on_forbidden(request: HttpRequest, exc: PermissionDenied) -> HttpResponse:
     return error(request, 403, str(exc) or "Forbidden")
+
+
+@api.exception_handler(OperationalError)
+def on_database_away(request: HttpRequest, exc: OperationalError) -> HttpResponse:
+    """The database cannot be reached, or every pooled connection stayed busy for
+    EVALSITE_DB_POOL_TIMEOUT: nothing was stored by the failed statement, and the caller
+    should try again. The reason goes to the log under the reference, never to the caller."""
+    ref = new_ref()
+    logger.warning(
+        "database unavailable in %s %s (ref %s): %s", request.method, request.path, ref, exc
+    )
+    response = error(
+        request,
+        503,
+        f"The database is unavailable or busy; try again shortly (ref {ref}).",
+        ref=ref,
+    )
+    response["Retry-After"] = "5"
+    return response
 
 
 @api.exception_handler(Exception)

@@ -36,7 +36,7 @@ import redis
 from django.conf import settings
 from django.db import connection, transaction
 
-from evalsite import rawsql
+from evalsite import dbpool, rawsql
 
 logger = logging.getLogger(__name__)
 
@@ -154,6 +154,7 @@ def _wait_told(listener: _Listener, ids: list[Any], deadline: float, pending: Pe
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return False
+        dbpool.release()  # the wait holds no database connection
         try:
             listener.wait(min(remaining, SAFETY_INTERVAL))
         except (psycopg.Error, redis.RedisError, OSError) as exc:
@@ -168,6 +169,7 @@ def _poll(ids: list[Any], deadline: float, pending: Pending) -> bool:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return False
+        dbpool.release()
         time.sleep(min(interval, remaining))
         interval = min(interval * 1.5, MAX_POLL)
     return True

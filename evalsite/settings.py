@@ -14,6 +14,8 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Queue
 
+from evalsite.dbsettings import postgres_settings
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get("EVALSITE_DATA_DIR", BASE_DIR / "data")).resolve()
 DATA_DIR.mkdir(parents=True, exist_ok=True)
@@ -126,15 +128,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # is all the embedded default needs, so the warning would only be noise at every start.
     SILENCED_SYSTEM_CHECKS = ["models.W040"]
 else:
-    # Web and worker keep a connection per thread for CONN_MAX_AGE (60 s) and check it with a
-    # SELECT 1 before reusing it after a request or task (CONN_HEALTH_CHECKS): after a
-    # PostgreSQL restart a stale connection is dropped there instead of failing the first
-    # request or evaluation that uses it. A server that does not answer at all (its host gone)
-    # fails a connect after EVALSITE_DB_CONNECT_TIMEOUT rather than libpq's "wait forever".
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-    DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
-        "connect_timeout", env_int("EVALSITE_DB_CONNECT_TIMEOUT", 5)
-    )
+    # A pool of connections per process (EVALSITE_DB_POOL*), or a connection per thread for
+    # PgBouncer (EVALSITE_DB_POOL=0); either way a dead connection is replaced before use and a
+    # connect gives up after EVALSITE_DB_CONNECT_TIMEOUT: evalsite/dbsettings.py.
+    DATABASES["default"] = postgres_settings(os.environ, DATABASES["default"])
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -19,6 +19,7 @@ from django.db import close_old_connections, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from evalsite import dbpool
 from evalsite.ratelimit import judge_admit, limit_for
 from judge_engine import (
     JudgeError,
@@ -221,6 +222,8 @@ def _judge_and_write(claims: list[Claim]) -> list[Outcome]:
             outcomes[i] = _defer(claim.evaluation, claim.token, wait)
         else:
             judging.append((i, claim))
+    if judging:
+        dbpool.release()  # the judge answers in seconds: no connection held meanwhile
     results = run_judged(_judge_all([claim for _, claim in judging])) if judging else []
     finished: list[tuple[int, Finished]] = []
     for (i, claim), result in zip(judging, results, strict=True):

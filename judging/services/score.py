@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from django.conf import settings
 from django.db import transaction
 
+from evalsite import dbpool
 from evalsite.errors import Conflict, TooManyRequests
 from evalsite.notify import wait_for_ends
 from evalsite.ratelimit import backend
@@ -251,6 +252,7 @@ def score_await(*, team: Team, submitted: Submitted, timeout: float) -> Awaited:
     deadline = time.monotonic() + timeout
     ids = [e.id for e in submitted.evaluations]
     outcomes = None
+    dbpool.release()  # the judging runs on other threads: no connection held while it does
     if submitted.judging is not None:
         outcomes = inline_finished(submitted.judging, deadline)
     elif submitted.here:
