@@ -362,6 +362,10 @@ EVALSITE_REVIEW_CLAIM_SECONDS = env_int("EVALSITE_REVIEW_CLAIM_SECONDS", 600)
 EVALSITE_SUGGEST_MIN_LABELS = env_int("EVALSITE_SUGGEST_MIN_LABELS", 3)
 EVALSITE_SUGGEST_MAX_RUNS = env_int("EVALSITE_SUGGEST_MAX_RUNS", 8)
 EVALSITE_SUGGEST_TOKEN_BUDGET = env_int("EVALSITE_SUGGEST_TOKEN_BUDGET", 6000)
+# Criteria drafted from a system prompt (reviews.services.drafting): the prompt's bound in
+# tokens, and how many drafts a team may have the judge writing at once.
+EVALSITE_DRAFT_TOKEN_BUDGET = env_int("EVALSITE_DRAFT_TOKEN_BUDGET", 8000)
+EVALSITE_DRAFT_MAX_IN_FLIGHT = env_int("EVALSITE_DRAFT_MAX_IN_FLIGHT", 2)
 
 # --- OpenTelemetry ingest (runs/otel/) ------------------------------------------------------
 # Seconds between an agent span's arrival and its run's assembly (children exported in a

@@ -22,7 +22,10 @@ class ReviewsConfig(AppConfig):
 
         from judging.services.budget_slices import usage_source_register
 
+        from .services.drafting import drafts_usage
         from .services.suggestion_decide import suggestions_usage
 
-        # The judge budget counts the tokens suggested edits took, as it counts evaluations'.
+        # The judge budget counts the tokens suggested edits and drafted criteria took, as it
+        # counts evaluations'.
         usage_source_register(suggestions_usage)
+        usage_source_register(drafts_usage)

@@ -350,6 +350,7 @@ class CalibrationItem(models.Model):
 from .models_alerts import Alert, AlertDelivery, AlertKind, AlertRule, WebhookFormat  # noqa: E402,F401
 from .models_compare import Comparison, ComparisonPurpose, GateState  # noqa: E402,F401
 from .models_suggest import (  # noqa: E402,F401
+    CriteriaDraft,
     Suggestion,
     SuggestionKind,
     SuggestionStatus,

@@ -116,3 +116,39 @@ class SuggestionThreshold(models.Model):
 
     def __str__(self) -> str:
         return f"{self.rubric_id}: {self.min_labels}"
+
+
+class CriteriaDraft(models.Model):
+    """One request to draft a rubric's criteria from an agent's system prompt
+    (reviews.services.drafting): who asked, how it ended and what it cost. The criteria go back
+    to the caller to edit and are not kept here; neither is the system prompt. The tokens count
+    against the team's judge budget (a usage source, registered in ReviewsConfig.ready), and a
+    row still ``pending`` counts toward the team's drafts in flight."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    status = models.CharField(
+        max_length=12, choices=SuggestionStatus.choices, default=SuggestionStatus.PENDING
+    )
+    criteria_count = models.PositiveIntegerField(default=0)
+    runs_shown = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    judge_model = models.CharField(max_length=200, blank=True)
+    prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
+    completion_tokens = models.PositiveIntegerField(null=True, blank=True)
+    cost = models.FloatField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            # The budget's recount (finished in a period) and the drafts in flight per team.
+            models.Index(fields=["team", "finished_at"], name="criteria_draft_team_finished"),
+            models.Index(fields=["team", "status"], name="criteria_draft_team_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"criteria draft {self.id} ({self.status})"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import Http404, HttpRequest
+from django.urls import register_converter
 from ninja import Path, Query, Router, Status
 
 from evalsite.schemas import INT_MAX, with_errors
@@ -26,6 +27,7 @@ from .schemas import (
 )
 from .selectors import rubric_get, rubric_version_get, rubric_versions_page, rubrics_list
 from .services import (
+    RESERVED_SLUGS,
     CriterionInput,
     RubricValidationError,
     criteria_from_any,
@@ -38,6 +40,24 @@ from .services import (
 router = Router(tags=["rubrics"])
 
 RubricRef = Path(..., max_length=100, pattern=SLUG_PATTERN, description="Rubric id or slug")
+
+
+class RubricRefSegment:
+    """A rubric id or slug in /rubrics/{rubric}: any one path segment but the words of sibling
+    routes (/rubrics/draft-from-prompt in reviews.api_draft), so which route answers never
+    depends on the order routers are mounted in (tests/api/test_routes_unique.py). New rubrics
+    never get those words as slugs (rubrics.services.RESERVED_SLUGS)."""
+
+    regex = rf"(?!(?:{'|'.join(RESERVED_SLUGS)})(?![^/]))[^/]+"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: object) -> str:
+        return str(value)
+
+
+register_converter(RubricRefSegment, "rubricref")
 
 
 def _criteria(value: CriteriaValue | None) -> Any:
@@ -104,12 +124,12 @@ def create_rubric(request: HttpRequest, payload: RubricIn):
     return Status(201, _reloaded(request, rubric))
 
 
-@router.get("/{rubric}", response=with_errors({200: RubricOut}, 404))
+@router.get("/{rubricref:rubric}", response=with_errors({200: RubricOut}, 404))
 def get_rubric(request: HttpRequest, rubric: str = RubricRef):
     return rubric_out(_found(request, rubric))
 
 
-@router.patch("/{rubric}", response=with_errors({200: RubricOut}, 400, 404, 413))
+@router.patch("/{rubricref:rubric}", response=with_errors({200: RubricOut}, 400, 404, 413))
 def update_rubric(request: HttpRequest, payload: RubricPatch, rubric: str = RubricRef):
     """Change settings; only the fields sent change. A new `judge_view` or `run_token_budget`
     is a new version with the current criteria (the answer shows it as `current_version`)."""

@@ -114,13 +114,20 @@ def criteria_validate(criteria: Sequence[CriterionInput]) -> None:
 SLUG_ATTEMPTS = 5
 
 
+# Words of API routes beside /api/rubrics/{rubric} (rubrics.api.RubricRefSegment): no rubric
+# gets one as its slug, so a slug always names the rubric.
+RESERVED_SLUGS = ("draft-from-prompt",)
+
+
 def _slug_taken(team: Team, slug: str) -> bool:
-    return Rubric.objects.filter(team=team, slug=slug).exists()
+    return slug in RESERVED_SLUGS or Rubric.objects.filter(team=team, slug=slug).exists()
 
 
 def _rubric_slug(team: Team, name: str, wanted: str | None) -> str:
     """The slug a new rubric gets: the one asked for (refused on ``slug`` when taken), else
     the first free one made from it or the name (``support``, ``support-2``, ...)."""
+    if wanted in RESERVED_SLUGS:
+        raise RubricValidationError({"slug": f"{wanted!r} is reserved: choose another slug"})
     if wanted and _slug_taken(team, wanted):
         raise RubricValidationError({"slug": f"a rubric with slug {wanted!r} already exists"})
     base = slugify(wanted or name)[:90] or "rubric"

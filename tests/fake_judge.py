@@ -48,6 +48,13 @@ Deterministic answers
   reviewer's note, say) answers text that is not JSON, ``[[judge:wrong_type]]`` a kind that
   is not one of the three.
 
+* Criteria drafted from a system prompt (a schema with ``criteria``, or the system message of
+  judge_engine/draft.py): one criterion per sentence of the ``<system_prompt-B>`` block that
+  says must, never, always, only, do not or don't (required) or should, try to, ideally or
+  prefer (optional), the sentence itself as the description and quoted as the rationale; one
+  optional criterion when none says so. ``[[judge:wrong_type]]`` answers ``required`` as a
+  string, ``[[judge:duplicate]]`` gives the first criterion twice.
+
 Faults and latency (markers anywhere in the request's message texts)
 --------------------------------------------------------------------
 ``[[judge:F]]`` with F in 429 (``Retry-After: 1``; ``[[judge:429:S]]`` sends
@@ -113,6 +120,10 @@ SENTENCE_RE = re.compile(r"[^.!?\n]+")
 SUGGEST_KIND_RE = re.compile(r"\[\[suggest:(split|instruction|reword)\]\]")
 # The suggested-edit prompt's system message says this (judge_engine/suggest.py).
 SUGGEST_SYSTEM_MARK = "propose ONE concrete edit"
+# The drafted-criteria prompt's system message says this (judge_engine/draft.py).
+DRAFT_SYSTEM_MARK = "Draft the rubric's criteria"
+DEMANDS_RE = re.compile(r"\b(must|never|always|only|do not|don't)\b", re.IGNORECASE)
+WISHES_RE = re.compile(r"\b(should|try to|ideally|prefer)\b", re.IGNORECASE)
 TIMEOUT_SLEEP = 3600.0
 CREDENTIAL_HEADERS = ("authorization", "x-api-key", "api-key", "x-goog-api-key")
 
@@ -173,6 +184,8 @@ def request_kind(body: dict) -> tuple[str, str]:
     spec = fmt.get("json_schema") or {}
     props = (spec.get("schema") or {}).get("properties") or {}
     if props:
+        if "criteria" in props:
+            return "draft", ""
         if "rationale" in props:
             return "suggest", ""
         kind = "rubric" if "verdicts" in props else "alignment"
@@ -182,6 +195,8 @@ def request_kind(body: dict) -> tuple[str, str]:
     )
     if SUGGEST_SYSTEM_MARK in system:
         return "suggest", ""
+    if DRAFT_SYSTEM_MARK in system:
+        return "draft", ""
     kind = "rubric" if '"verdicts"' in system else "alignment"
     return kind, "system" if "system perspective" in system.lower() else "user"
 
@@ -368,6 +383,33 @@ def suggest_answer(prompt: str, fault: str | None, boundary: str | None) -> dict
     return answer
 
 
+def draft_answer(prompt: str, fault: str | None, boundary: str | None) -> dict:
+    """Criteria from the system prompt block's sentences that demand or recommend something."""
+    text = section(prompt, "system_prompt", boundary)
+    criteria = []
+    for raw in SENTENCE_RE.findall(text):
+        sentence = " ".join(raw.split())
+        required = bool(DEMANDS_RE.search(sentence))
+        if not (required or WISHES_RE.search(sentence)) or "[[judge:" in sentence:
+            continue
+        description = sentence[:1].upper() + sentence[1:]
+        rationale = f'The system prompt says: "{sentence}"'
+        criteria.append({"description": description, "required": required, "rationale": rationale})
+    if not criteria:
+        criteria = [
+            {
+                "description": "Answers the user's request",
+                "required": False,
+                "rationale": "The system prompt states no explicit demand",
+            }
+        ]
+    if fault == "wrong_type":
+        criteria[0]["required"] = "yes"
+    if fault == "duplicate":
+        criteria.append(dict(criteria[0]))
+    return {"criteria": criteria[:20]}
+
+
 def completion_body(model: str, content: str, prompt_chars: int) -> dict:
     return {
         "id": f"chatcmpl-fake-{uuid.uuid4().hex[:12]}",
@@ -414,6 +456,7 @@ class JudgeState:
         self.completions = 0
         self.criteria_judged = 0
         self.suggestions = 0  # suggested-edit requests answered
+        self.drafts = 0  # drafted-criteria requests answered
         self.by_fault: Counter[str] = Counter()
         self.fault_hits: Counter[str] = Counter()
         self.last: dict | None = None
@@ -510,6 +553,9 @@ def answer(state: JudgeState, body: dict, messages: list[dict], fault: str | Non
     elif kind == "suggest":
         state.suggestions += 1
         content = json.dumps(suggest_answer(prompt, fault, boundary))
+    elif kind == "draft":
+        state.drafts += 1
+        content = json.dumps(draft_answer(prompt, fault, boundary))
     else:
         content = json.dumps(alignment_answer(prompt, perspective, fault, boundary))
     if fault == "malformed":
@@ -611,6 +657,10 @@ class FakeJudge:
     def suggestions(self) -> int:
         """How many suggested-edit requests it answered (with an edit or a fault's content)."""
         return self._call(self._read(lambda: self.state.suggestions))
+
+    def drafts(self) -> int:
+        """How many drafted-criteria requests it answered."""
+        return self._call(self._read(lambda: self.state.drafts))
 
     def credentials(self) -> list[dict[str, str]]:
         """The credential headers (Authorization, x-api-key, ...) of each completion request."""

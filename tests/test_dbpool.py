@@ -27,7 +27,11 @@ def test_the_pool_is_the_default_with_its_bounds_and_the_connection_checked_when
 
 
 def test_the_pool_takes_its_sizes_and_timeout_from_the_environment():
-    env = {"EVALSITE_DB_POOL_MIN": "0", "EVALSITE_DB_POOL_MAX": "4", "EVALSITE_DB_POOL_TIMEOUT": "2.5"}
+    env = {
+        "EVALSITE_DB_POOL_MIN": "0",
+        "EVALSITE_DB_POOL_MAX": "4",
+        "EVALSITE_DB_POOL_TIMEOUT": "2.5",
+    }
 
     assert postgres_settings(env, PARSED)["OPTIONS"]["pool"] == {
         "min_size": 0,

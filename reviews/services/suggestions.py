@@ -66,7 +66,7 @@ class SuggestionConflict(Conflict):
 # --- Asking ----------------------------------------------------------------------------------
 
 
-def _budget_problem(team_id: Any, now: datetime) -> str:
+def budget_problem(team_id: Any, now: datetime) -> str:
     reached = reached_limits(budget_for(team=Team(pk=team_id)), now=now)
     if not reached:
         return ""
@@ -118,7 +118,7 @@ def suggestions_request(
     """Ask for an edit of the criterion (or of the criteria with enough disagreeing labels, the
     most disputed MAX_PER_REQUEST): pending suggestions, queued once this commits. A criterion whose suggestion is still
     pending answers that one again. Errors name the field (422) or the budget (409)."""
-    if problem := _budget_problem(team.pk, timezone.now()):
+    if problem := budget_problem(team.pk, timezone.now()):
         raise SuggestionConflict(problem)
     keys = _targets(rubric, criterion_id)
     version = rubric.current_version
@@ -218,7 +218,7 @@ def suggestion_generate(*, suggestion_id: Any, final_attempt: bool = True) -> st
     suggestion = _take(suggestion_id, now)
     if suggestion is None:
         return None
-    if problem := _budget_problem(suggestion.team_id, now):
+    if problem := budget_problem(suggestion.team_id, now):
         _finish(suggestion.pk, error=problem)
         return SuggestionStatus.FAILED
     items = disagreements_for_prompt(suggestion=suggestion)
