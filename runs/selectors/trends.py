@@ -100,6 +100,28 @@ def team_trends(
     return sorted(series, key=lambda s: (s.rubric_name, str(s.rubric_id), s.version))
 
 
+def chart_data(series: list[VersionSeries], days: int = TREND_DAYS) -> dict[str, Any]:
+    """What the pass-rate chart partial (runs/_version_trend.html) takes: the window's days,
+    one line per version (``points``: {day: (passed, runs)}), and a marker per version that
+    took over inside the window, naming the version it replaced when that one is drawn."""
+    lines = [
+        {"id": s.rubric_id, "name": s.name, "version": s.version, "points": s.by_day()}
+        for s in series
+    ]
+    markers = []
+    for i, s in enumerate(series):
+        if s.took_over is None:
+            continue
+        earlier = [p.version for p in series[:i] if p.rubric_id == s.rubric_id]
+        markers.append(
+            {
+                "day": s.took_over, "name": s.rubric_name, "version": s.version,
+                "previous": earlier[-1] if earlier else None,
+            }
+        )  # fmt: skip
+    return {"trend_days": trend_days(days), "trend_lines": lines, "trend_markers": markers}
+
+
 def _took_over(version: RubricVersion, since: date) -> date | None:
     day = version.created_at.astimezone(UTC).date()
     return day if version.number > 1 and day >= since else None

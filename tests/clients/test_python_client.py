@@ -122,6 +122,8 @@ def _runs_and_scoring(c) -> str:
     assert [e["passed"] for e in ended] == [True, False]
     assert c.get_evaluation(ids[1])["verdicts"][1]["satisfied"] is False
     assert {r["agent"] for r in c.list_runs(agent="bulk")["items"]} == {"bulk"}
+    trend = c.get_trend("support", days=7)["series"]  # judged on v2 only: one series
+    assert [s["version"] for s in trend] == [2] and trend[0]["points"][0]["runs"] >= 2
     assert len(list(c.iter_runs(rubric="support"))) == 3
 
     result = c.score(PASSING, rubric="support", task=TASK, timeout=60)
