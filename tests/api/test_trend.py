@@ -17,9 +17,7 @@ def rubric(make_rubric, fake_judge):
     return make_rubric(criteria=CRITERIA, alignment_mode="off")
 
 
-def test_the_trend_has_one_series_per_version_with_daily_runs_and_pass_rates(
-    api, rubric, make_run
-):
+def test_the_trend_has_one_series_per_version_with_daily_runs_and_pass_rates(api, rubric, make_run):
     runs = [make_run(rubric=rubric.slug, output=out) for out in (PASSING, PASSING, FAILING)]
     judge_pending()
     rubric_set_criteria(rubric=rubric, criteria='- Says "thanks"')
@@ -49,9 +47,7 @@ def test_a_rubric_without_results_has_no_series(api, rubric):
 
 @pytest.mark.parametrize("days", [0, 366, -5, "many"])
 def test_days_out_of_range_is_a_422_naming_the_field(api, rubric, days):
-    assert field_locs(api.get(f"/rubrics/{rubric.slug}/trend", days=days)) == [
-        ["query", "days"]
-    ]
+    assert field_locs(api.get(f"/rubrics/{rubric.slug}/trend", days=days)) == [["query", "days"]]
 
 
 def test_another_teams_rubric_is_a_404(api, make_rubric, other_team, make_run):

@@ -51,7 +51,9 @@ def test_a_rescore_on_a_new_version_moves_the_run_to_that_versions_series(rubric
     assert rollup_version_days() == kept
 
 
-def test_a_run_counts_on_a_version_once_judged_and_once_again_after_a_rescore(team, rubric, make_run):
+def test_a_run_counts_on_a_version_once_judged_and_once_again_after_a_rescore(
+    team, rubric, make_run
+):
     run = make_run(rubric=rubric.slug, output=PASSING)
     assert series_counts(rubric) == {}  # queued: no result yet
     judge_pending()

@@ -60,5 +60,5 @@ def test_a_version_marker_is_a_labelled_rule_on_its_day_with_its_words_escaped()
     assert f"over time; {words}" in svg  # the chart's own name tells the change too
     # A marker outside the window is left out; without markers there is no marker group.
     outside = [dict(marks[0], day=DAYS[0] - timedelta(days=1))]
-    assert "version-mark\"" not in str(pass_rate_chart(DAYS, SERIES, markers=outside))
+    assert 'version-mark"' not in str(pass_rate_chart(DAYS, SERIES, markers=outside))
     assert "version-marks" not in str(pass_rate_chart(DAYS, SERIES))

@@ -85,5 +85,5 @@ def test_a_rubric_judged_on_one_version_has_one_line_and_no_marker(owner, make_r
     rubric = make_rubric(name="Tone <b>")
     judged_run(make_run, rubric=rubric.slug, output=PASSING)
     html = signed_in(owner).get(reverse("rubric_detail", args=[rubric.id])).content.decode()
-    assert html.count('<path class="series"') == 1 and "version-mark\"" not in html
+    assert html.count('<path class="series"') == 1 and 'version-mark"' not in html
     assert "Tone &lt;b&gt; v1" in html and "Tone <b>" not in html
