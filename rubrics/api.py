@@ -9,6 +9,7 @@ from django.urls import register_converter
 from ninja import Path, Query, Router, Status
 
 from evalsite.schemas import INT_MAX, with_errors
+from runs.selectors.trends import TREND_DAYS, TREND_DAYS_MAX, rubric_trend
 from teams.api import Caller, caller, editor
 
 from .models import Rubric
@@ -20,6 +21,7 @@ from .schemas import (
     RubricOut,
     RubricPageOut,
     RubricPatch,
+    TrendOut,
     VersionOut,
     VersionPageOut,
     rubric_out,
@@ -193,3 +195,28 @@ def get_version(
     if version is None:
         raise Http404("No such version of this rubric")
     return version_out(version)
+
+
+@router.get("/{rubric}/trend", response=with_errors({200: TrendOut}, 404))
+def get_trend(
+    request: HttpRequest,
+    rubric: str = RubricRef,
+    days: int = Query(TREND_DAYS, ge=1, le=TREND_DAYS_MAX, description="UTC days, today included"),
+):
+    """The rubric's pass rate per UTC day, one series per rubric version (a run counts on the
+    version its result is from; versions never share a series), from the rollups."""
+    series = rubric_trend(rubric=_found(request, rubric), days=days)
+    return {
+        "days": days,
+        "series": [
+            {
+                "version": s.version,
+                "took_over": s.took_over,
+                "points": [
+                    {"day": p.day, "runs": p.runs, "pass_rate": round(p.pass_rate, 4)}
+                    for p in s.points
+                ],
+            }
+            for s in series
+        ],
+    }

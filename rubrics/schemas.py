@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
@@ -143,6 +143,26 @@ class RubricPageOut(Schema):
 class VersionPageOut(Schema):
     items: list[VersionOut]
     next_cursor: str | None
+
+
+class TrendPointOut(Schema):
+    day: date = Field(description="UTC day the runs were created on")
+    runs: int = Field(description="Runs with a result judged on this version, created that day")
+    pass_rate: float = Field(ge=0, le=1, description="Share of those runs that passed")
+
+
+class TrendSeriesOut(Schema):
+    version: int = Field(description="Rubric version number; one series per version")
+    took_over: date | None = Field(
+        description="UTC day the version was saved, when inside the window and it replaced an "
+        "earlier version"
+    )
+    points: list[TrendPointOut] = Field(description="Days with a result, oldest first")
+
+
+class TrendOut(Schema):
+    days: int
+    series: list[TrendSeriesOut] = Field(description="Oldest version first")
 
 
 class CriterionEdit(Schema):

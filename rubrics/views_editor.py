@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 from evalsite.errors import page_message
 from judging.services.try_it import rubric_try
 from reviews.views_compare import gated_save
-from runs.selectors import rubric_stats
+from runs.selectors import rubric_stats, trends
 from teams.access import TeamRequest, editor_required, team_required
 from teams.selectors import judge_connections_list
 
@@ -87,6 +87,7 @@ def _editor_context(request: TeamRequest, rubric: Rubric, **overrides: Any) -> d
         "diff_changes": [e for e in diff if e.kind != "unchanged"],
         "diff_unchanged": sum(1 for e in diff if e.kind == "unchanged"),
         "try_runs": rubric_stats.rubric_try_runs(rubric=rubric),
+        **trends.chart_data(trends.rubric_trend(rubric=rubric)),
         "formset": draft_formset(draft_rows_from_version(current)),
         "meta": DraftMetaForm(),
         "view_form": DraftViewForm.posted({}, rubric.current_version),

@@ -11,7 +11,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from runs.selectors import rubric_stats
+from runs.selectors import rubric_stats, trends
 from teams.access import TeamRequest, team_required
 
 from .models import Criterion, Rubric, RubricVersion
@@ -52,6 +52,7 @@ def _version_context(request: TeamRequest, rubric: Rubric) -> dict[str, Any]:
         "newer_unjudged": sorted(newer),
         "version_judged": judged.get(version.id, 0) if version else 0,
         "judged_versions": [(v, judged[v.id]) for v in versions if v.id in judged],
+        **trends.chart_data(trends.rubric_trend(rubric=rubric)),
     }
 
 

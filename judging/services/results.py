@@ -151,7 +151,9 @@ def record_successes(jobs: list[Finished]) -> list[bool]:
 
 
 # What the write reads of each run, under its row lock.
-_RUN_FIELDS = rawsql.model_order(AgentRun, ("id", "team_id", "rubric_id", "created_at", "passed"))
+_RUN_FIELDS = rawsql.model_order(
+    AgentRun, ("id", "team_id", "rubric_id", "created_at", "passed", "current_version_id")
+)
 
 
 def _runs_locked(run_ids: list[Any]) -> dict[Any, AgentRun]:
@@ -231,7 +233,10 @@ def _write(jobs: list[Finished], runs: dict[Any, AgentRun]) -> None:
         AlignmentBreakdown.objects.bulk_create(breakdowns)
     otel_export_enqueue(evaluations=_exported(jobs, written))
     _applied(rows, updates, current.demoted)
-    before = {pk: (r.team_id, r.rubric_id, r.created_at, r.passed) for pk, r in runs.items()}
+    before = {
+        pk: (r.team_id, r.rubric_id, r.created_at, r.passed, r.current_version_id)
+        for pk, r in runs.items()
+    }
     runs_refresh({run_id: run.rubric_id for run_id, run in runs.items()}, rows, before)
 
 

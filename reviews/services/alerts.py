@@ -28,6 +28,7 @@ from judging.services.budget import budget_usage
 from rubrics.models import Criterion, Rubric
 from runs.models import AgentRun, CriterionVerdict, Evaluation, Status
 from runs.selectors.filters import result_passed_q
+from runs.selectors.trends import period_versions
 from teams.models import Team
 
 from ..models_alerts import Alert, AlertKind, AlertRule, WebhookFormat
@@ -227,6 +228,11 @@ def _pass_rate_drop(rule: AlertRule, now: datetime) -> Reading:
     current = _pass_rate(rule, now - window, now)
     previous = _pass_rate(rule, now - 2 * window, now - window)
     drop = previous - current if current is not None and previous is not None else None
+    # Two periods judged on different rubric versions: the drop may be the version's doing.
+    versions = period_versions(
+        team_id=rule.team_id, rubric_id=_watched(rule),
+        before=(now - 2 * window, now - window), after=(now - window, now),
+    )  # fmt: skip
     failing = AgentRun.objects.filter(
         result_passed_q(False),
         team_id=rule.team_id,
@@ -238,7 +244,8 @@ def _pass_rate_drop(rule: AlertRule, now: datetime) -> Reading:
         value=drop,
         message=f"pass rate of {_name(rule)} is {_pct(current)} in the last "
         f"{rule.window_hours} h, {_pct(previous)} the {rule.window_hours} h before "
-        f"(drop threshold {rule.threshold:g} points)",
+        f"(drop threshold {rule.threshold:g} points)"
+        + (f"; {versions.note}" if versions.changed else ""),
         run_ids=[str(r) for r in failing.values_list("id", flat=True)[:RUNS_SHOWN]],
         runs_query=urlencode({"rubric": str(rule.rubric_id), "passed": "false"}),
     )

@@ -16,6 +16,7 @@ from .rollups import (
     CriterionDayRollup,
     EvaluationDayRollup,
     RunDayRollup,
+    VersionDayRollup,
     VersionRollup,
 )
 from .runs import AgentRun, RunTool
@@ -48,5 +49,6 @@ __all__ = [
     "RunTool",
     "Status",
     "StatusChoice",
+    "VersionDayRollup",
     "VersionRollup",
 ]

@@ -124,3 +124,31 @@ class VersionRollup(models.Model):
 
     def __str__(self) -> str:
         return f"{self.version_ref}: {self.runs_judged} run(s) judged"
+
+
+class VersionDayRollup(models.Model):
+    """Runs of one team and rubric created on one UTC day whose result was judged on one rubric
+    version (the run's current version): how many have a result and how many passed (the
+    effective result, as RunDayRollup). A run re-scored on a new version moves to it. The
+    pass-rate trends (one series per version) read it."""
+
+    id = models.BigAutoField(primary_key=True)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    rubric_ref = models.UUIDField()  # the run's rubric id, or NO_RUBRIC
+    version_ref = models.UUIDField()  # the rubric version its result is from
+    day = models.DateField()
+    judged = models.IntegerField(default=0)
+    passed = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            # The upsert's conflict target; also serves the trends (team, rubric, a window of
+            # days).
+            models.UniqueConstraint(
+                fields=["team", "rubric_ref", "day", "version_ref"],
+                name="version_day_rollup_unique",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.version_ref}: {self.passed}/{self.judged}"

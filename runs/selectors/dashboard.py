@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -22,8 +22,9 @@ from ..models import (
     Evaluation,
     Status,
 )
-from ..models.rollups import NO_RUBRIC, EvaluationDayRollup, RunDayRollup
+from ..models.rollups import EvaluationDayRollup, RunDayRollup
 from .runs import run_get
+from .trends import chart_data, team_trends
 
 
 @dataclass
@@ -95,13 +96,16 @@ def _shown(
 @dataclass
 class HomeOverview:
     days: list[Any]
-    pass_rates: list[dict[str, Any]]  # {"name", "id", "points": {day: (passed, judged)}}
+    # One per rubric version (trends.chart_data): {"name", "id", "version", "points": {day:
+    # (passed, judged)}}; never one series across versions.
+    pass_rates: list[dict[str, Any]]
     bands: list[tuple[str, int]]
     statuses: list[tuple[str, int]]
     usage: dict[Any, dict[str, Any]]  # day -> {"tokens", "cost", "calls"}
     runs_total: int
     judged_total: int
     passed_total: int
+    version_marks: list[dict[str, Any]] = field(default_factory=list)  # days a version took over
 
 
 BANDS = tuple(label for _, label in BAND_FLOORS)  # the engine's alignment bands, best first
@@ -109,8 +113,9 @@ BANDS = tuple(label for _, label in BAND_FLOORS)  # the engine's alignment bands
 
 def home_overview(*, team: Team, days: int = 30) -> HomeOverview:
     """The home page's charts over the last ``days`` days, bucketed by UTC day, from the
-    rollups (runs per rubric and day, ended evaluations per day, kind, status and band), one
-    grouped query over the pending evaluations, one for rubric names."""
+    rollups (runs per rubric and day for the totals, per rubric version and day for the pass
+    rates, ended evaluations per day, kind, status and band), one grouped query over the
+    pending evaluations, one for the versions and their rubrics' names."""
     today = timezone.now().astimezone(UTC).date()
     day_list = [today - timedelta(days=i) for i in range(days - 1, -1, -1)]
     since = datetime.combine(day_list[0], datetime.min.time(), tzinfo=UTC)
@@ -135,26 +140,18 @@ def home_overview(*, team: Team, days: int = 30) -> HomeOverview:
         .order_by()
     )
     overview = HomeOverview(day_list, [], [], [], {}, 0, 0, 0)
-    series = _pass_rate_series(overview, [dict(r) for r in run_rows])
-    names = dict(Rubric.objects.filter(id__in=list(series)).values_list("id", "name"))
-    overview.pass_rates = sorted(
-        ({"id": k, "name": names.get(k, "?"), "points": v} for k, v in series.items()),
-        key=lambda s: s["name"],
-    )
+    _run_totals(overview, [dict(r) for r in run_rows])
+    chart = chart_data(team_trends(team_id=team.id, days=days), days)
+    overview.pass_rates, overview.version_marks = chart["trend_lines"], chart["trend_markers"]
     _evaluation_totals(overview, [dict(r) for r in ended] + [dict(r, band="") for r in pending])
     return overview
 
 
-def _pass_rate_series(overview: HomeOverview, rows: list[dict[str, Any]]) -> dict[Any, dict]:
-    """Fill the run totals; return {rubric id: {day: (passed, judged)}} (days with a result)."""
-    series: dict[Any, dict] = {}
+def _run_totals(overview: HomeOverview, rows: list[dict[str, Any]]) -> None:
     for row in rows:
         overview.runs_total += row["runs"]
         overview.judged_total += row["judged"]
         overview.passed_total += row["passed"]
-        if row["rubric_ref"] != NO_RUBRIC and row["judged"]:
-            series.setdefault(row["rubric_ref"], {})[row["day"]] = (row["passed"], row["judged"])
-    return series
 
 
 def _evaluation_totals(overview: HomeOverview, rows: list[dict[str, Any]]) -> None:

@@ -25,9 +25,11 @@ from ..models.rollups import (
     CriterionDayRollup,
     EvaluationDayRollup,
     RunDayRollup,
+    VersionDayRollup,
     VersionRollup,
 )
 from .rollups_evaluations import recount_evaluations
+from .rollups_version_days import recount_version_days, rollup_version_days, version_day_deltas
 from .rollups_versions import recount_versions
 
 RunKey = tuple[Any, Any, date]  # (team id, rubric id or NO_RUBRIC, day)
@@ -54,15 +56,26 @@ def rollup_runs_added(*, runs: list[AgentRun]) -> None:
         row[2] += bool(run.passed)
         row[3] = max(filter(None, (row[3], run.created_at)))
     _upsert_runs(deltas)
+    no_result = (None, None)
+    rollup_version_days(
+        version_day_deltas(
+            (r.team_id, r.rubric_id, r.created_at, no_result, (r.passed, r.current_version_id))
+            for r in runs
+        )
+    )
 
 
-def rollup_runs_changed(*, before: dict[Any, tuple], after: dict[Any, Any]) -> None:
+def rollup_runs_changed(*, before: dict[Any, tuple], after: dict[Any, tuple[Any, Any]]) -> None:
     """Move runs whose result changed. ``before``: run id -> (team id, rubric id, created at,
-    passed) as the run was; ``after``: run id -> passed as it is now. Runs missing from
-    ``after`` did not change."""
+    passed, current version id) as the run was; ``after``: run id -> (passed, current version
+    id) as it is now. Runs missing from ``after`` did not change. The run days count the
+    result; the version days (rollups_version_days) count it on the version it is from."""
     deltas: dict[RunKey, list[Any]] = {}
-    for run_id, passed in after.items():
-        team_id, rubric_id, created_at, was = before[run_id]
+    rollup_version_days(
+        version_day_deltas((*before[pk][:3], before[pk][3:5], now) for pk, now in after.items())
+    )
+    for run_id, (passed, _) in after.items():
+        team_id, rubric_id, created_at, was, _ = before[run_id]
         if passed == was:
             continue
         row = deltas.setdefault(run_key(team_id, rubric_id, created_at), [0, 0, 0, None])
@@ -138,7 +151,7 @@ def _sort_key(item: tuple[RunKey, Any]) -> tuple[str, date, str]:
 # --- Rebuild -------------------------------------------------------------------------------------
 
 
-ROLLUPS = (RunDayRollup, CriterionDayRollup, EvaluationDayRollup, VersionRollup)
+ROLLUPS = (RunDayRollup, CriterionDayRollup, EvaluationDayRollup, VersionRollup, VersionDayRollup)
 
 
 def rollups_rebuild(*, team: Team | None = None) -> dict[str, int]:
@@ -157,11 +170,15 @@ def rollups_rebuild(*, team: Team | None = None) -> dict[str, int]:
             recount_evaluations(scope), batch_size=1000
         )
         versions = VersionRollup.objects.bulk_create(recount_versions(scope), batch_size=1000)
+        version_days = VersionDayRollup.objects.bulk_create(
+            recount_version_days(scope), batch_size=1000
+        )
     return {
         "run_days": len(runs),
         "criterion_days": len(criteria),
         "evaluation_days": len(evaluations),
         "versions": len(versions),
+        "version_days": len(version_days),
     }
 
 

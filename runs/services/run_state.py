@@ -43,7 +43,7 @@ def runs_refresh(
     """run_refresh for several runs (run id -> the run's own rubric id) in a fixed number of
     statements. ``rows``: the runs' state_rows as they are now, when the caller has them (it
     read them under the runs' row locks and applied its own writes). ``before``: run id ->
-    (team id, rubric id, created at, passed) read under those locks, when the caller has it;
+    (team id, rubric id, created at, passed, current version id) read under those locks, when the caller has it;
     the rollups move each run whose result changes."""
     if before is None:
         before = _before(list(rubric_of))
@@ -68,7 +68,11 @@ def runs_refresh(
         # pass rates and alerts read no result from a run that is not succeeded.
         if not result_whole(values["status"]):
             values.update(dict.fromkeys(RESULT_FIELDS))
-    after = {pk: values["passed"] for pk, values in fields.items() if "passed" in values}
+    after = {
+        pk: (values["passed"], values.get("current_version_id", before[pk][4]))
+        for pk, values in fields.items()
+        if "passed" in values
+    }
     rollup_runs_changed(before=before, after=after)
     _write_runs(fields)
 
@@ -109,7 +113,9 @@ def _before(run_ids: list[Any]) -> dict[Any, tuple]:
     runs = AgentRun.objects.filter(pk__in=run_ids).order_by("pk")
     if transaction.get_connection().in_atomic_block:  # every caller's case; FOR UPDATE needs it
         runs = runs.select_for_update(no_key=True)
-    rows = runs.values_list("pk", "team_id", "rubric_id", "created_at", "passed")
+    rows = runs.values_list(
+        "pk", "team_id", "rubric_id", "created_at", "passed", "current_version_id"
+    )
     return {pk: tuple(rest) for pk, *rest in rows}
 
 

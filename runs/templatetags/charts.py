@@ -128,16 +128,54 @@ def rolling(points: dict[date, tuple[int, int]], days: list[date], window: int) 
     return out
 
 
+def marker_text(mark: dict[str, Any]) -> str:
+    """A version marker's words (its label and the legend's): "Support · Nov 03: v3 took over
+    from v2"."""
+    since = f" from v{mark['previous']}" if mark.get("previous") else ""
+    return f"{mark['name']} · {mark['day']:%b %d}: v{mark['version']} took over{since}"
+
+
+def _version_markers(days: list[date], markers: list[dict[str, Any]]) -> list[str]:
+    """A dashed vertical rule on the day each version took over, labelled "v3" above the plot
+    (text, not colour alone), focusable and named with its full words."""
+    n, parts = len(days), ['<g class="version-marks">']
+    if not markers:
+        return []
+    for mark in markers:
+        if mark["day"] not in days:
+            continue
+        x = _x(days.index(mark["day"]), n)
+        text = escape(marker_text(mark))
+        parts.append(
+            f'<g class="version-mark" tabindex="0" role="img" aria-label="{text}"><title>{text}</title>'
+            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{PAD_TOP}" y2="{HEIGHT - PAD_BOTTOM}" '
+            f'stroke="#475569" stroke-width="1.5" stroke-dasharray="4 3"/>'
+            f'<text x="{x + 3:.1f}" y="{PAD_TOP + 10}" fill="#334155">v{int(mark["version"])}</text></g>'
+        )
+    parts.append("</g>")
+    return parts
+
+
 @register.simple_tag
-def pass_rate_chart(days: list[date], series: list[dict[str, Any]], window: int = 7) -> SafeString:
-    """One line per rubric: the share of judged runs that passed over the trailing ``window``
-    days (daily rates of a few runs jump too much to read). Stretches without any judged run
-    leave a gap rather than a misleading zero."""
+def pass_rate_chart(
+    days: list[date],
+    series: list[dict[str, Any]],
+    window: int = 7,
+    markers: list[dict[str, Any]] | None = None,
+) -> SafeString:
+    """One line per series (a rubric version: versions are never joined into one line): the
+    share of judged runs that passed over the trailing ``window`` days (daily rates of a few
+    runs jump too much to read). Stretches without any judged run leave a gap rather than a
+    misleading zero. ``markers``: the days a version took over (trends.chart_data)."""
     if not series:
         return format_html('<div class="chart-empty">{}</div>', "No judged runs in this period.")
-    parts = _frame(days, 1.0, lambda v: f"{v:.0%}", "Pass rate per rubric over time")
+    label = "Pass rate per rubric version over time"
+    if markers:
+        label += "; " + "; ".join(marker_text(m) for m in markers)
+    parts = _frame(days, 1.0, lambda v: f"{v:.0%}", label)
     # Points are focusable images with their value: the chart is a group, not one image.
     parts[0] = parts[0].replace('role="img"', 'role="group"')
+    parts += _version_markers(days, markers or [])
     n = len(days)
     for index, s in enumerate(series):
         col = PALETTE[index % len(PALETTE)]
@@ -240,3 +278,9 @@ def _compact(value: float) -> str:
         if value >= size:
             return f"{value / size:.1f}".removesuffix(".0") + suffix
     return f"{value:.0f}"
+
+
+@register.simple_tag
+def marker_words(mark: dict[str, Any]) -> str:
+    """A version marker's words for the legend (escaped by the template)."""
+    return marker_text(mark)

@@ -29,6 +29,7 @@ from runs.models import (
     Kind,
     RunDayRollup,
     Status,
+    VersionDayRollup,
     VersionRollup,
 )
 from runs.models.rollups import NO_RUBRIC
@@ -115,9 +116,29 @@ def rollup_version_runs() -> dict[Any, int]:
     return {r.version_ref: r.runs_judged for r in VersionRollup.objects.all() if r.runs_judged}
 
 
+def raw_version_days() -> dict[tuple, tuple]:
+    """(team, rubric, day, version) -> (judged, passed) over the runs with a result, on the
+    version their result is from."""
+    days: dict[tuple, list[int]] = {}
+    for run in AgentRun.objects.filter(passed__isnull=False, current_version__isnull=False):
+        day = run.created_at.astimezone(UTC).date()
+        row = days.setdefault((run.team_id, run.rubric_id or NO_RUBRIC, day, run.current_version_id), [0, 0])  # fmt: skip
+        row[0] += 1
+        row[1] += run.passed is True
+    return {k: tuple(v) for k, v in days.items()}
+
+
+def rollup_version_days() -> dict[tuple, tuple]:
+    return {
+        (r.team_id, r.rubric_ref, r.day, r.version_ref): (r.judged, r.passed)
+        for r in VersionDayRollup.objects.all()
+        if r.judged or r.passed
+    }
+
+
 def counted() -> tuple[dict, ...]:
     """Every rollup, as the tests compare them."""
-    return (rollup_run_days(), rollup_criterion_days(), rollup_evaluation_days(), rollup_version_runs())  # fmt: skip
+    return (rollup_run_days(), rollup_criterion_days(), rollup_evaluation_days(), rollup_version_runs(), rollup_version_days())  # fmt: skip
 
 
 def assert_rollups_agree() -> None:
@@ -125,6 +146,7 @@ def assert_rollups_agree() -> None:
     assert rollup_criterion_days() == raw_criterion_days()
     assert rollup_evaluation_days() == raw_evaluation_days()
     assert rollup_version_runs() == raw_version_runs()
+    assert rollup_version_days() == raw_version_days()
 
 
 def random_step(rng: random.Random, rubrics: list[Any], reviewer: Any, make_run: Any) -> None:
@@ -205,7 +227,7 @@ def test_the_rebuild_command_reproduces_the_incremental_rollups(
     call_command("rollups_rebuild", "--team", rubric.team.slug, verbosity=0)
     assert counted() == kept
 
-    for model in (RunDayRollup, CriterionDayRollup, EvaluationDayRollup, VersionRollup):
+    for model in (RunDayRollup, CriterionDayRollup, EvaluationDayRollup, VersionRollup, VersionDayRollup):  # fmt: skip
         model.objects.all().delete()
     call_command("rollups_rebuild", verbosity=0)
     assert counted() == kept

@@ -49,3 +49,16 @@ def test_every_focusable_point_of_a_chart_is_named_with_its_day_and_value():
         "Judge tokens per &lt;day&gt; · Nov 03: 35",
         "Judge tokens per &lt;day&gt; · Nov 05: 7",
     ]
+
+
+def test_a_version_marker_is_a_labelled_rule_on_its_day_with_its_words_escaped():
+    marks = [{"day": DAYS[2], "name": "Support <quality>", "version": 3, "previous": 2}]
+    svg = str(pass_rate_chart(DAYS, SERIES, markers=marks))
+    words = "Support &lt;quality&gt; · Nov 03: v3 took over from v2"
+    assert f'class="version-mark" tabindex="0" role="img" aria-label="{words}"' in svg
+    assert ">v3</text>" in svg and "<quality>" not in svg
+    assert f"over time; {words}" in svg  # the chart's own name tells the change too
+    # A marker outside the window is left out; without markers there is no marker group.
+    outside = [dict(marks[0], day=DAYS[0] - timedelta(days=1))]
+    assert 'version-mark"' not in str(pass_rate_chart(DAYS, SERIES, markers=outside))
+    assert "version-marks" not in str(pass_rate_chart(DAYS, SERIES))

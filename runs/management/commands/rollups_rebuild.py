@@ -27,5 +27,6 @@ class Command(BaseCommand):
         done = rollups_rebuild(team=team)
         self.stdout.write(
             f"rebuilt {done['run_days']} run day(s), {done['criterion_days']} criterion day(s), "
-            f"{done['evaluation_days']} evaluation day(s) and {done['versions']} version(s)"
+            f"{done['evaluation_days']} evaluation day(s), {done['versions']} version(s) "
+            f"and {done['version_days']} version day(s)"
         )

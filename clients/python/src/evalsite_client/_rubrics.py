@@ -17,6 +17,7 @@ from .types import (
     Rubric,
     RubricPage,
     TeamSettings,
+    Trend,
     Version,
     VersionPage,
     WebhookSecret,
@@ -87,6 +88,12 @@ class RubricsMixin(BaseClient):
     def get_version(self, rubric: str, number: int) -> Version:
         path = {"rubric": rubric, "number": number}
         return cast(Version, self._json("rubrics_api_get_version", path))
+
+    def get_trend(self, rubric: str, *, days: int | None = None) -> Trend:
+        """The rubric's pass rate per UTC day over the last ``days`` (1-365, default 30), one
+        series per rubric version: versions are never mixed in one series."""
+        path, params = {"rubric": rubric}, body(days=days)
+        return cast(Trend, self._json("rubrics_api_get_trend", path, params=params))
 
     # --- Judge connections ----------------------------------------------------------------------
 

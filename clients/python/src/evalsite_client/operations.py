@@ -34,6 +34,7 @@ OPERATIONS: dict[str, Operation] = {
     "rubrics_api_set_criteria": _op("PUT", "/api/rubrics/{rubric}/criteria", "set_criteria"),
     "rubrics_api_list_versions": _op("GET", "/api/rubrics/{rubric}/versions", "list_versions"),
     "rubrics_api_get_version": _op("GET", "/api/rubrics/{rubric}/versions/{number}", "get_version"),
+    "rubrics_api_get_trend": _op("GET", "/api/rubrics/{rubric}/trend", "get_trend"),
     # Judge connections and the team
     "teams_api_connections_list_connections": _op("GET", "/api/connections", "list_connections"),
     "teams_api_connections_create_connection": _op(

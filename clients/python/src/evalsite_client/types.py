@@ -336,6 +336,23 @@ class VersionPage(TypedDict):
     next_cursor: str | None
 
 
+class TrendPoint(TypedDict):
+    day: str  # YYYY-MM-DD, UTC
+    runs: int
+    pass_rate: float  # 0.0-1.0
+
+
+class TrendSeries(TypedDict):
+    version: int
+    took_over: str | None  # the UTC day the version was saved, inside the window
+    points: list[TrendPoint]
+
+
+class Trend(TypedDict):
+    days: int
+    series: list[TrendSeries]  # one per rubric version, oldest first
+
+
 class RunPage(TypedDict):
     items: list[RunSummary]
     next_cursor: str | None
