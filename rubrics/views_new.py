@@ -26,6 +26,7 @@ from .new_rubric_copy import (
 )
 from .services import RubricValidationError, rubric_create
 from .views_common import parsed_paste, paste_lines, redirect_after_post
+from .views_draft import DRAFT_OPS, draft_state
 from .views_working_copy import _based_on, _error_answer, saved_label
 from .working_copy import WorkingCopyConflict
 
@@ -44,6 +45,8 @@ def rubric_list(request: TeamRequest) -> HttpResponse:
 @editor_required
 @require_http_methods(["GET", "POST"])
 def rubric_new(request: TeamRequest) -> HttpResponse:
+    if request.method == "POST" and request.POST.get("op") in DRAFT_OPS:
+        return _drafting(request)
     copy = None
     if request.method == "POST":
         form = RubricCreateForm(request.POST)
@@ -76,6 +79,31 @@ def rubric_new(request: TeamRequest) -> HttpResponse:
         "revision": _revision(request) if copy is None else copy.revision,
         # A page rendered from a post may hold input the server does not have yet.
         "dirty": request.method == "POST",
+    }
+    return render(request, template, context)
+
+
+def _drafting(request: TeamRequest) -> HttpResponse:
+    """A draft op: the form as typed (unvalidated: a rubric may be named after drafting), with
+    the drafted rows, or the Criteria box grown by the kept ones."""
+    state = draft_state(request)
+    initial = {name: request.POST.get(name, "") for name in INPUT_FIELDS}
+    if state["criteria_text"] is not None:
+        initial["criteria_text"] = state["criteria_text"]
+    form = RubricCreateForm(initial=initial)
+    template = "rubrics/rubric_new.html"
+    if request.htmx and request.POST.get("op") == "draft":
+        template += "#criteria-draft"
+    context = {
+        "form": form,
+        "view_form": DraftViewForm.posted({k: v for k, v in initial.items() if v}, None),
+        "parsed": None,
+        "paste": paste_lines(form, "criteria_text", None),
+        "working_copy": None,
+        "working_copy_label": "",
+        "revision": _revision(request),
+        "dirty": True,
+        **state,
     }
     return render(request, template, context)
 

@@ -238,3 +238,43 @@ def test_leaving_the_new_rubric_page_with_input_the_server_lacks_asks_first(
     page.reload()
 
     assert dialogs == ["beforeunload"]  # (the page's last beacon may still reach the server)
+
+
+def test_criteria_drafted_from_a_system_prompt_are_edited_pruned_and_created_as_v1(
+    browser_page, sign_in, owner, fake_judge
+):
+    page = sign_in(browser_page, owner)
+    page.goto("/rubrics/new/")
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.type), dialog.accept()))
+
+    page.get_by_label("Your agent's system prompt").fill(
+        "You must ask for the order number. Never promise a refund date. You should say thanks."
+    )
+    page.get_by_role("button", name="Draft criteria").click()  # htmx: the card alone
+    htmx_settled(page)
+    rows = page.get_by_test_id("draft-rows").locator("li")
+    expect(rows).to_have_count(3)
+    assert axe_violations(page) == []  # the rows: labelled, grouped, readable
+    expect(page.get_by_label("Criterion 1")).to_have_value("You must ask for the order number")
+    page.get_by_label("Criterion 1").fill("Asks for the order number first")
+    rows.nth(1).get_by_label("Keep").uncheck()  # removed
+    expect(rows.nth(2).get_by_label("Required")).not_to_be_checked()  # "should": optional
+    # A plain post (no name yet: the button skips the browser's required-field check).
+    page.get_by_role("button", name="Add kept criteria to the rubric").click()
+
+    expect(page.get_by_test_id("draft-added")).to_contain_text("2 criteria added")
+    expect(page.get_by_label("Criteria", exact=True)).to_have_value(
+        "- Asks for the order number first\n- [optional] You should say thanks"
+    )
+    assert not Rubric.objects.exists()  # nothing saved yet
+    page.get_by_label("Name").fill("Support quality")
+    page.get_by_role("button", name="Create rubric").click()
+
+    expect(page.get_by_text("Rubric “Support quality” created.")).to_be_visible()
+    criteria = Rubric.objects.get().current_version.criteria.order_by("position")
+    assert [(c.description, c.required) for c in criteria] == [
+        ("Asks for the order number first", True),
+        ("You should say thanks", False),
+    ]
+    assert dialogs == []
