@@ -127,6 +127,11 @@ def _runs_and_scoring(c) -> str:
     result = c.score(PASSING, rubric="support", task=TASK, timeout=60)
     assert (result.passed, result.status, result.score) == (True, "succeeded", 1.0)
     trend = c.get_trend("support", days=7)["series"]  # judged on v2 only: one series
+    drafted = c.draft_criteria("You must greet the customer. You should say thanks.")
+    assert [(d["description"], d["required"]) for d in drafted] == [
+        ("You must greet the customer", True),
+        ("You should say thanks", False),
+    ]
     assert [s["version"] for s in trend] == [2] and trend[0]["points"][0]["runs"] >= 1
     assert [v["criterion_id"] for v in result.verdicts] == ["c1", "c2", "c3", "c4"]
     assert c.get_run(run["id"])["external_id"] == "t-1"

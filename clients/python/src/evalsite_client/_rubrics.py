@@ -10,6 +10,7 @@ from typing import Any, cast
 from ._base import BaseClient, body
 from .types import (
     Connection,
+    DraftedCriterion,
     Invite,
     NewInvite,
     OtelRejection,
@@ -94,6 +95,15 @@ class RubricsMixin(BaseClient):
         series per rubric version: versions are never mixed in one series."""
         path, params = {"rubric": rubric}, body(days=days)
         return cast(Trend, self._json("rubrics_api_get_trend", path, params=params))
+
+    def draft_criteria(
+        self, system_prompt: str, *, runs: list[str] | None = None
+    ) -> list[DraftedCriterion]:
+        """Criteria the judge drafts from an agent's system prompt (and up to 5 of the team's
+        runs), for you to edit and pass to ``create_rubric``: nothing is saved."""
+        payload = body(system_prompt=system_prompt, runs=runs)
+        answer = self._json("rubric_draft_from_prompt", json=payload)
+        return cast(list[DraftedCriterion], answer["criteria"])
 
     # --- Judge connections ----------------------------------------------------------------------
 

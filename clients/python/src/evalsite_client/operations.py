@@ -35,6 +35,9 @@ OPERATIONS: dict[str, Operation] = {
     "rubrics_api_list_versions": _op("GET", "/api/rubrics/{rubric}/versions", "list_versions"),
     "rubrics_api_get_version": _op("GET", "/api/rubrics/{rubric}/versions/{number}", "get_version"),
     "rubrics_api_get_trend": _op("GET", "/api/rubrics/{rubric}/trend", "get_trend"),
+    "rubric_draft_from_prompt": _op(
+        "POST", "/api/rubrics/draft-from-prompt", "draft_criteria", idempotent=False
+    ),
     # Judge connections and the team
     "teams_api_connections_list_connections": _op("GET", "/api/connections", "list_connections"),
     "teams_api_connections_create_connection": _op(

@@ -342,6 +342,12 @@ class TrendPoint(TypedDict):
     pass_rate: float  # 0.0-1.0
 
 
+class DraftedCriterion(TypedDict):
+    description: str
+    required: bool  # true only for what the system prompt demands
+    rationale: str  # the part of the system prompt it comes from
+
+
 class TrendSeries(TypedDict):
     version: int
     took_over: str | None  # the UTC day the version was saved, inside the window
