@@ -111,7 +111,9 @@ TEMPLATES = [
 
 # --- Database -------------------------------------------------------------------------------
 DATABASE_URL = os.environ.get("DATABASE_URL") or f"sqlite:///{DATA_DIR / 'evalsite.sqlite3'}"
-DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+DATABASES: dict[str, dict[str, Any]] = {
+    "default": dict(dj_database_url.parse(DATABASE_URL, conn_max_age=60))
+}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The web process and a multi-threaded worker write concurrently: WAL lets readers run
     # beside the writer, IMMEDIATE takes the write lock up front (no upgrade deadlocks) and the
