@@ -146,11 +146,15 @@ def _version_markers(days: list[date], markers: list[dict[str, Any]]) -> list[st
             continue
         x = _x(days.index(mark["day"]), n)
         text = escape(marker_text(mark))
+        # Its label reads left of the rule in the plot's right half, so it never runs off it.
+        right = x > WIDTH / 2
+        label_x, anchor = (x - 3, "end") if right else (x + 3, "start")
         parts.append(
             f'<g class="version-mark" tabindex="0" role="img" aria-label="{text}"><title>{text}</title>'
             f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{PAD_TOP}" y2="{HEIGHT - PAD_BOTTOM}" '
             f'stroke="#475569" stroke-width="1.5" stroke-dasharray="4 3"/>'
-            f'<text x="{x + 3:.1f}" y="{PAD_TOP + 10}" fill="#334155">v{int(mark["version"])}</text></g>'
+            f'<text x="{label_x:.1f}" y="{PAD_TOP + 10}" text-anchor="{anchor}" fill="#334155">'
+            f'v{int(mark["version"])}</text></g>'
         )
     parts.append("</g>")
     return parts
