@@ -15,6 +15,7 @@ from collections import deque
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
+from evalsite import dbpool
 from judge_engine import direct
 from judge_engine.fairshare import FairShare
 from judge_engine.judge import limit_calls_in_flight
@@ -68,6 +69,7 @@ class _ClaimGate:
             ticket = [wanted, 0]
             self.queues.setdefault(tenant, deque()).append(ticket)
             self.share.wait(tenant)
+            dbpool.release()  # waiting for a turn holds no pooled connection
             while not ticket[1]:
                 self.ready.wait()
             return ticket[1]

@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from evalsite import dbpool
+
 J = TypeVar("J")
 R = TypeVar("R")
 
@@ -51,6 +53,10 @@ class GroupCommit(Generic[J, R]):
             self._pending.extend(entries)
         while True:
             with self._cond:
+                if not entries[-1].done and self._leading:
+                    # The leader needs a connection: a follower waiting with a pooled one could
+                    # hold the pool's last (evalsite.dbpool; no-op without a pool).
+                    dbpool.release()
                 while not entries[-1].done and self._leading:
                     self._cond.wait()
                 if entries[-1].done:
