@@ -124,6 +124,11 @@ class RedisLedger:
         self.ttl_ms = max(1, int(ttl * 1000))
         self.down = False  # a failure was logged; "answers again" is logged once it is repaired
         self.peers = 0  # live processes at the last beat, this one included
+        self.bind(client)
+
+    def bind(self, client: redis.Redis) -> None:
+        """Talk to Redis through ``client`` (its scripts registered with it)."""
+        self.client = client
         self._grant = client.register_script(_GRANT)
         self._add = client.register_script(_ADD)
         self._resync = client.register_script(_RESYNC)
