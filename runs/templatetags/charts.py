@@ -154,7 +154,7 @@ def _version_markers(days: list[date], markers: list[dict[str, Any]]) -> list[st
             f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{PAD_TOP}" y2="{HEIGHT - PAD_BOTTOM}" '
             f'stroke="#475569" stroke-width="1.5" stroke-dasharray="4 3"/>'
             f'<text x="{label_x:.1f}" y="{PAD_TOP + 10}" text-anchor="{anchor}" fill="#334155">'
-            f'v{int(mark["version"])}</text></g>'
+            f"v{int(mark['version'])}</text></g>"
         )
     parts.append("</g>")
     return parts
