@@ -21,16 +21,19 @@ app.steps["consumer"].add(ConsumerWatch)
 def _limit_judge_calls(sender: object = None, **_: object) -> None:
     """At most --concurrency judge calls in flight per worker process, also when messages
     carry several evaluations each (runs.tasks.evaluate_many); those calls, the claimed
-    evaluations and the worker's threads shared fairly between teams."""
+    evaluations and the worker's threads shared fairly between teams (calls and claims across
+    every worker process with Redis: judging.fair_ledger)."""
     # Imported late, here and below: this module is imported by evalsite/__init__.py, before
     # Django's settings and apps are ready; these handlers run in a started worker.
     from django.conf import settings
 
+    from judging import fair_ledger
     from judging.fair_worker import share_threads
     from judging.judge_runtime import limit_calls
 
     concurrency = getattr(sender, "concurrency", None)
-    limit_calls(concurrency)
+    # With Redis, calls and claims are shared between every worker process (the ledger).
+    limit_calls(concurrency, fair_ledger.start() if concurrency else None)
     share_threads(concurrency, settings.EVALSITE_FAIR_RESERVE)
 
 

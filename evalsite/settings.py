@@ -323,6 +323,9 @@ EVALSITE_WEBHOOK_ALLOW_PRIVATE = os.environ.get("EVALSITE_WEBHOOK_ALLOW_PRIVATE"
 # (0: an eighth of --concurrency, at least one). Judge requests in flight and claimed
 # evaluations are shared the same way (judge_engine/fairshare.py).
 EVALSITE_FAIR_RESERVE = env_int("EVALSITE_FAIR_RESERVE", 0)
+# judging/fair_ledger.py: with other worker processes alive (Redis), evaluations parked in one
+# longer than this go back to the broker, where any process with room takes them.
+EVALSITE_FAIR_PARK_SECONDS = env_float("EVALSITE_FAIR_PARK_SECONDS", 5.0)
 # API requests per minute per API key (and per signed-in user and team), with bursts of
 # EVALSITE_API_BURST; over it the API answers 429 with Retry-After. 0 turns the limit off.
 EVALSITE_API_RATE = env_int("EVALSITE_API_RATE", 1200)

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 from .errors import PermanentJudgeError, TransientJudgeError
 from .failures import classify_exception
-from .fairshare import FairSlots
+from .fairshare import FairShare, FairSlots, Ledger
 from .pricing import call_cost
 from .request import request
 from .types import JudgeCall, JudgeConfig
@@ -31,20 +31,28 @@ class Answer(NamedTuple):
 # --- Call slots ----------------------------------------------------------------------------------
 
 _call_limit: int | None = None
+_call_ledger: Ledger | None = None
 _call_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, FairSlots] = (
     weakref.WeakKeyDictionary()
 )
 
 
-def limit_calls_in_flight(limit: int | None) -> None:
+def limit_calls_in_flight(limit: int | None, ledger: Ledger | None = None) -> None:
     """At most ``limit`` judge requests in flight per event loop of this process (None: no
     limit), shared fairly between tenants (fairshare.py: the ``TENANT`` context variable names
     the caller's; one tenant alone gets every slot, a tenant under its share may overdraw up to
     twice the limit). A worker sets it to its concurrency; each request, however many an
-    evaluation makes at once (independent criteria, both alignment perspectives), takes one."""
-    global _call_limit
+    evaluation makes at once (independent criteria, both alignment perspectives), takes one.
+    With a ``ledger`` the share is computed from every process's requests in flight."""
+    global _call_limit, _call_ledger
     _call_limit = limit if limit and limit > 0 else None
+    _call_ledger = ledger
     _call_slots.clear()
+
+
+def call_shares() -> list[FairShare]:
+    """The call slots' shares of this process (for a ledger's beat to resync)."""
+    return [slots.share for slots in list(_call_slots.values())]
 
 
 def _call_slot() -> contextlib.AbstractAsyncContextManager[Any]:
@@ -53,7 +61,7 @@ def _call_slot() -> contextlib.AbstractAsyncContextManager[Any]:
     loop = asyncio.get_running_loop()
     slots = _call_slots.get(loop)
     if slots is None:
-        slots = _call_slots[loop] = FairSlots(_call_limit)
+        slots = _call_slots[loop] = FairSlots(_call_limit, _call_ledger)
     return slots
 
 

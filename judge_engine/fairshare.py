@@ -12,27 +12,62 @@ evaluations and its threads:
 
 ``FairSlots`` applies the rule to judge requests on one asyncio loop. The tenant of a request
 is ``TENANT`` (a context variable the caller sets; "" when nobody did).
+
+A share may be *shared* with other processes through a ``Ledger`` (judging/fair_ledger.py keeps
+one in Redis): then ``grant`` asks the ledger, which applies the same rule to every live
+process's holdings at once (limit = the sum of their limits), and this process's own ``ceiling``
+still bounds what it holds. A ledger that fails is left alone (``mirrored`` False: the local
+rule decides) until ``resync`` writes this process's holdings to it again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections import OrderedDict
 from contextvars import ContextVar
+from typing import Protocol
 
 TENANT: ContextVar[str] = ContextVar("evalsite_judge_tenant", default="")
+
+
+class Ledger(Protocol):
+    """Holdings of every process, kept outside any one of them. Each method raises when the
+    ledger cannot be reached; the share then decides alone (``FairShare.mirrored``)."""
+
+    def grant(self, kind: str, tenant: str, wanted: int, first_in_line: bool) -> int:
+        """Apply the rule to every live process's holdings; take and return what is granted."""
+
+    def add(self, kind: str, what: str, tenant: str, delta: int) -> None:
+        """This process holds (``what`` "h") or waits for (``what`` "w") ``delta`` more."""
+
+    def resync(self, kind: str, limit: int, held: dict[str, int], waiting: dict[str, int]) -> None:
+        """Replace what the ledger holds for this process and ``kind`` with these counts."""
+
+    def failed(self, exc: Exception) -> None:
+        """Told of an error (to log it once)."""
 
 
 class FairShare:
     """Bookkeeping and decisions only; callers hold their own lock and do the waiting."""
 
-    def __init__(self, limit: int, ceiling: int | None = None) -> None:
+    def __init__(
+        self,
+        limit: int,
+        ceiling: int | None = None,
+        *,
+        ledger: Ledger | None = None,
+        kind: str = "",
+    ) -> None:
         self.limit = max(1, limit)
         self.ceiling = max(self.limit, ceiling if ceiling is not None else 2 * self.limit)
         self.total = 0
         self.held: dict[str, int] = {}
         # Tenants with waiters, in round-robin order, each with how many wait.
         self.waiting: OrderedDict[str, int] = OrderedDict()
+        self.ledger, self.kind = ledger, kind
+        self.mirrored = False  # the ledger holds what this share holds (resync sets it)
+        self.mirror_lock = threading.Lock()  # a resync never interleaves with an update
 
     def room(self, tenant: str, wanted: int, *, first_in_line: bool) -> int:
         """How much of ``wanted`` the tenant may take now (0: it waits)."""
@@ -43,36 +78,87 @@ class FairShare:
         share = -(-self.limit // tenants)  # ceiling division: every tenant gets at least one
         return max(0, min(wanted, share - self.held.get(tenant, 0), self.ceiling - self.total))
 
+    def grant(self, tenant: str, wanted: int, *, first_in_line: bool) -> int:
+        """``room``, taken: by the ledger's global rule while it answers, else by the local one."""
+        with self.mirror_lock:
+            granted: int | None = None
+            if self.ledger is not None and self.mirrored:
+                try:
+                    granted = self.ledger.grant(
+                        self.kind, tenant, min(wanted, self.ceiling - self.total), first_in_line
+                    ) if self.total < self.ceiling else 0  # fmt: skip
+                except Exception as exc:  # noqa: BLE001 - any ledger failure: decide alone
+                    self._lost(exc)
+            if granted is None:
+                granted = self.room(tenant, wanted, first_in_line=first_in_line)
+            self._count(self.held, tenant, granted)
+            self.total += max(0, granted)
+            return granted
+
     def arrive(self, tenant: str, wanted: int = 1) -> int:
         """A newcomer: how much it may take at once, taken (0: it must wait)."""
-        granted = self.room(tenant, wanted, first_in_line=not self.waiting)
-        self.take(tenant, granted)
-        return granted
+        return self.grant(tenant, wanted, first_in_line=not self.waiting)
 
     def take(self, tenant: str, amount: int) -> None:
+        """Take without asking (a worker shutting down runs what it has)."""
         if amount > 0:
-            self.held[tenant] = self.held.get(tenant, 0) + amount
-            self.total += amount
+            with self.mirror_lock:
+                self._count(self.held, tenant, amount)
+                self.total += amount
+                self._tell("h", tenant, amount)
 
     def give_back(self, tenant: str, amount: int) -> None:
         if amount <= 0:
             return
-        left = self.held.get(tenant, 0) - amount
-        if left > 0:
-            self.held[tenant] = left
-        else:
-            self.held.pop(tenant, None)
-        self.total -= amount
+        with self.mirror_lock:
+            self._count(self.held, tenant, -amount)
+            self.total -= amount
+            self._tell("h", tenant, -amount)
 
     def wait(self, tenant: str) -> None:
-        self.waiting[tenant] = self.waiting.get(tenant, 0) + 1
+        with self.mirror_lock:
+            self._count(self.waiting, tenant, 1)
+            self._tell("w", tenant, 1)
 
     def stop_waiting(self, tenant: str) -> None:
-        count = self.waiting.get(tenant, 0) - 1
-        if count > 0:
-            self.waiting[tenant] = count
+        with self.mirror_lock:
+            self._count(self.waiting, tenant, -1)
+            self._tell("w", tenant, -1)
+
+    @staticmethod
+    def _count(counts: dict[str, int], tenant: str, delta: int) -> None:
+        if delta == 0:
+            return
+        left = counts.get(tenant, 0) + delta
+        if left > 0:
+            counts[tenant] = left
         else:
-            self.waiting.pop(tenant, None)
+            counts.pop(tenant, None)
+
+    def _tell(self, what: str, tenant: str, delta: int) -> None:
+        if self.ledger is not None and self.mirrored:
+            try:
+                self.ledger.add(self.kind, what, tenant, delta)
+            except Exception as exc:  # noqa: BLE001 - resync repairs the ledger later
+                self._lost(exc)
+
+    def _lost(self, exc: Exception) -> None:
+        self.mirrored = False
+        if self.ledger is not None:
+            self.ledger.failed(exc)
+
+    def resync(self) -> bool:
+        """Write this share's holdings to its ledger; True when the ledger has them now."""
+        if self.ledger is None:
+            return False
+        with self.mirror_lock:
+            try:
+                self.ledger.resync(self.kind, self.limit, dict(self.held), dict(self.waiting))
+            except Exception as exc:  # noqa: BLE001 - tried again at the next beat
+                self._lost(exc)
+                return False
+            self.mirrored = True
+            return True
 
     def next_tenant(self) -> str | None:
         """The waiting tenant to serve next: the one holding least, earliest in the rotation.
@@ -90,9 +176,14 @@ class FairSlots:
 
     ``async with slots:`` takes a slot for the current ``TENANT``."""
 
-    def __init__(self, limit: int) -> None:
-        self.share = FairShare(limit)
+    def __init__(self, limit: int, ledger: Ledger | None = None, poll: float = 0.2) -> None:
+        self.share = FairShare(limit, ledger=ledger, kind="calls")
+        if ledger is not None:
+            self.share.resync()
         self.queues: dict[str, list[asyncio.Future[None]]] = {}
+        # With a ledger, room freed by another process wakes nobody here: waiters look again.
+        self.poll = poll
+        self.polling: asyncio.TimerHandle | None = None
 
     async def __aenter__(self) -> None:
         await self.acquire(TENANT.get())
@@ -103,9 +194,12 @@ class FairSlots:
     async def acquire(self, tenant: str) -> None:
         if self.share.arrive(tenant):
             return
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
         self.queues.setdefault(tenant, []).append(future)
         self.share.wait(tenant)
+        if self.share.ledger is not None and self.polling is None:
+            self.polling = loop.call_later(self.poll, self._look_again)
         try:
             await future
         except asyncio.CancelledError:
@@ -127,15 +221,21 @@ class FairSlots:
             if not queue:
                 self.queues.pop(tenant, None)
 
+    def _look_again(self) -> None:
+        self.polling = None
+        self._wake()
+        if self.queues:
+            self.polling = asyncio.get_running_loop().call_later(self.poll, self._look_again)
+
     def _wake(self) -> None:
         while (tenant := self.share.next_tenant()) is not None:
-            if not self.share.room(tenant, 1, first_in_line=True):
+            future = self.queues[tenant][0]
+            if not future.done() and not self.share.grant(tenant, 1, first_in_line=True):
                 return
-            future = self.queues[tenant].pop(0)
+            self.queues[tenant].pop(0)
             if not self.queues[tenant]:
                 self.queues.pop(tenant)
             self.share.stop_waiting(tenant)
-            if future.done():
-                continue  # cancelled while waiting; its task is unwinding
-            self.share.take(tenant, 1)
+            if future.done():  # cancelled while waiting; its task is unwinding
+                continue
             future.set_result(None)

@@ -11,7 +11,10 @@ worker reaches another team's new run however long the first team's backlog is.
 
 Nothing is lost: parked evaluations are still ``queued`` in the database with ``enqueued_at``
 set, so if this process dies the sweeper sends them again after EVALSITE_REQUEUE_AFTER; a
-worker shutting down hands them back to the broker at once (``close``). A copy of a parked id
+worker shutting down hands them back to the broker at once (``close``). With other worker
+processes alive (the shared ledger, judging/fair_ledger.py, lists them) a unit parked longer
+than EVALSITE_FAIR_PARK_SECONDS goes back to the broker too (``hand_back``), so a team's backlog
+is never held by one process while another has room. A copy of a parked id
 arriving again (a resend) is dropped here, and the claim's compare-and-set makes any other
 duplicate a no-op.
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import TypeVar
@@ -35,7 +39,7 @@ class FairThreads:
     def __init__(self, threads: int, reserve: int) -> None:
         self.share = FairShare(max(1, threads - reserve), max(1, threads))
         self.lock = threading.Lock()
-        self.parked: dict[str, deque[list[str]]] = {}
+        self.parked: dict[str, deque[tuple[list[str], float]]] = {}  # (ids, when parked)
         self.parked_ids: set[str] = set()
         self.closing = False
 
@@ -70,7 +74,7 @@ class FairThreads:
                 logger.exception("parked evaluations of team %s crashed", tenant)
 
     def _park(self, tenant: str, ids: list[str]) -> None:
-        self.parked.setdefault(tenant, deque()).append(ids)
+        self.parked.setdefault(tenant, deque()).append((ids, time.monotonic()))
         self.parked_ids.update(ids)
         self.share.wait(tenant)
 
@@ -79,28 +83,42 @@ class FairThreads:
         if self.closing:
             return None
         tenant = self.share.next_tenant()
-        if tenant is None or not self.share.room(tenant, 1, first_in_line=True):
+        if tenant is None or not self.share.grant(tenant, 1, first_in_line=True):
             return None
+        ids = self._unpark(tenant)
+        return tenant, ids
+
+    def _unpark(self, tenant: str) -> list[str]:
         queue = self.parked[tenant]
-        ids = queue.popleft()
+        ids, _ = queue.popleft()
         if not queue:
             del self.parked[tenant]
         self.parked_ids.difference_update(ids)
         self.share.stop_waiting(tenant)
-        self.share.take(tenant, 1)
-        return tenant, ids
+        return ids
 
     def close(self) -> list[str]:
         """Stop running parked work; the ids still parked, for the caller to send back."""
         with self.lock:
             self.closing = True
-            ids = [i for queue in self.parked.values() for unit in queue for i in unit]
+            ids = [i for queue in self.parked.values() for unit, _ in queue for i in unit]
             for tenant, queue in self.parked.items():
                 for _ in queue:
                     self.share.stop_waiting(tenant)
             self.parked.clear()
             self.parked_ids.clear()
         return ids
+
+    def hand_back(self, older_than: float) -> list[str]:
+        """Unpark the units parked longer than ``older_than`` seconds: their ids, for the caller
+        to send back to the broker, where any worker process with room takes them."""
+        limit = time.monotonic() - older_than
+        out: list[str] = []
+        with self.lock:
+            for tenant in list(self.parked):
+                while tenant in self.parked and self.parked[tenant][0][1] <= limit:
+                    out += self._unpark(tenant)
+        return out
 
     def parked_count(self) -> int:
         with self.lock:
@@ -127,6 +145,12 @@ def run_fairly(tenant: str, ids: list[str], work: Work[T]) -> T | None:
     if threads is None:
         return work(tenant, ids)
     return threads.run(tenant, ids, work)
+
+
+def hand_back(older_than: float) -> list[str]:
+    """The ids parked longer than ``older_than`` seconds, unparked (see FairThreads.hand_back)."""
+    threads = _threads
+    return threads.hand_back(older_than) if threads is not None else []
 
 
 def close() -> list[str]:

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from evalsite import dbpool
 from judge_engine import direct
-from judge_engine.fairshare import FairShare
+from judge_engine.fairshare import FairShare, Ledger
 from judge_engine.judge import limit_calls_in_flight
 
 T = TypeVar("T")
@@ -49,6 +49,7 @@ atexit.register(_stop)
 
 _limit: int | None = None
 _claims: _ClaimGate | None = None
+POLL_SECONDS = 0.2  # how often a waiter looks at a shared ledger again
 
 
 class _ClaimGate:
@@ -56,8 +57,10 @@ class _ClaimGate:
     (judge_engine.fairshare): up to ``limit`` for anyone, up to ``2 × limit`` while a team
     under its share claims. Waiting threads are served least-holding team first."""
 
-    def __init__(self, limit: int) -> None:
-        self.share = FairShare(limit)
+    def __init__(self, limit: int, ledger: Ledger | None = None) -> None:
+        self.share = FairShare(limit, ledger=ledger, kind="claims")
+        if ledger is not None:
+            self.share.resync()
         self.ready = threading.Condition()
         self.queues: dict[str, deque[list[int]]] = {}  # per team: [wanted, granted] tickets
 
@@ -71,30 +74,35 @@ class _ClaimGate:
             self.share.wait(tenant)
             dbpool.release()  # waiting for a turn holds no pooled connection
             while not ticket[1]:
-                self.ready.wait()
+                # With a ledger, room freed by another process notifies nobody here: look again.
+                if not self.ready.wait(POLL_SECONDS if self.share.ledger else None):
+                    self._wake()
             return ticket[1]
 
     def leave(self, tenant: str, amount: int) -> None:
         with self.ready:
             self.share.give_back(tenant, amount)
-            woken = False
-            while (team := self.share.next_tenant()) is not None:
-                ticket = self.queues[team][0]
-                room = self.share.room(team, ticket[0], first_in_line=True)
-                if not room:
-                    break
-                self.queues[team].popleft()
-                if not self.queues[team]:
-                    del self.queues[team]
-                self.share.stop_waiting(team)
-                self.share.take(team, room)
-                ticket[1] = room
-                woken = True
-            if woken:
-                self.ready.notify_all()
+            self._wake()
+
+    def _wake(self) -> None:
+        """Hand freed room to waiting tickets (the caller holds ``ready``)."""
+        woken = False
+        while (team := self.share.next_tenant()) is not None:
+            ticket = self.queues[team][0]
+            room = self.share.grant(team, ticket[0], first_in_line=True)
+            if not room:
+                break
+            self.queues[team].popleft()
+            if not self.queues[team]:
+                del self.queues[team]
+            self.share.stop_waiting(team)
+            ticket[1] = room
+            woken = True
+        if woken:
+            self.ready.notify_all()
 
 
-def limit_calls(limit: int | None) -> None:
+def limit_calls(limit: int | None, ledger: Ledger | None = None) -> None:
     """Keep at most ``limit`` judge calls of this process in flight (None: no limit), and at
     most twice that many evaluations claimed and not yet written; both shared fairly between
     teams, with a bounded overdraft for a team under its share (judge_engine.fairshare).
@@ -102,11 +110,19 @@ def limit_calls(limit: int | None) -> None:
     A worker sets it to its concurrency: a broker message may carry several evaluations,
     so threads alone no longer bound the calls in flight. The claim bound keeps a claimed
     evaluation from waiting for a judge slot longer than about one judge call, well inside
-    its lease."""
+    its lease.
+
+    With a ``ledger`` (judging/fair_ledger.py: Redis) both are shared with every worker process
+    of the deployment: a team's share is computed from its holdings in all of them."""
     global _limit, _claims
     _limit = limit if limit and limit > 0 else None
-    _claims = _ClaimGate(2 * _limit) if _limit else None
-    limit_calls_in_flight(_limit)
+    _claims = _ClaimGate(2 * _limit, ledger) if _limit else None
+    limit_calls_in_flight(_limit, ledger)
+
+
+def shares() -> list[FairShare]:
+    """This process's shares kept in a ledger (for its beat to resync)."""
+    return [_claims.share] if _claims is not None else []
 
 
 @contextlib.contextmanager

@@ -5,6 +5,8 @@ has (re)connected and its task consumer is set up, and stops it when the connect
 While started, a timer entry of the consumer's own event loop ticks every second. A thread
 (``Watch``) then:
 
+- renews this process's entry in the fair-share ledger (judging.fair_ledger) and hands parked
+  evaluations back to the broker when other worker processes could take them;
 - stamps the heartbeat (judging.liveness) only while the consumer is started and its loop ticked
   lately, so the stamp stops the moment the worker stops consuming, whatever the reason (broker
   gone, consumer crashed, loop blocked, shutdown);
@@ -115,7 +117,9 @@ class Watch:
             if now - stopping_since > settings.EVALSITE_WORKER_STOP_SECONDS:
                 _exit("the worker did not stop within EVALSITE_WORKER_STOP_SECONDS")
             return
-        if self.is_consuming(now):
+        consuming = self.is_consuming(now)
+        _fair_tick(consuming)
+        if consuming:
             self.answering_since = None
             if database_answers():
                 _stamp()
@@ -139,6 +143,16 @@ def _stamp() -> None:
         liveness.worker_beat()
     except (redis.RedisError, OSError):
         logger.warning("could not stamp the worker heartbeat", exc_info=True)
+
+
+def _fair_tick(consuming: bool) -> None:
+    # Imported here: this module is imported by evalsite/celery.py before Django is set up.
+    from . import fair_ledger
+
+    try:
+        fair_ledger.tick(consuming=consuming)
+    except Exception:  # noqa: BLE001 - the ledger is repaired at the next beat
+        logger.warning("could not renew the fair-share ledger", exc_info=True)
 
 
 def _resend_lost() -> None:

@@ -109,6 +109,8 @@ FAULTS = (
 )
 FAULT_RE = re.compile(r"\[\[judge:(" + "|".join(FAULTS) + r")(?:x(\d+))?(?::([\d.]+))?\]\]")
 LATENCY_RE = re.compile(r"\[\[latency:([\d.]+)\]\]")
+# ``[[tag:NAME]]`` in a request (say in a criterion): its requests in flight are counted apart.
+TAG_RE = re.compile(r"\[\[tag:(\w+)\]\]")
 SCORES_RE = re.compile(r"\[\[scores:([\d.]+),([\d.]+),([\d.]+),([\d.]+)\]\]")
 CRITERION_RE = re.compile(r"^\[([^\]\s]+)\]\s+(.*)$")
 BOUNDARY_RE = re.compile(r"Boundary of this request: ([0-9a-f]+)")
@@ -453,6 +455,9 @@ class JudgeState:
         self.requests = 0
         self.in_flight = 0
         self.max_in_flight = 0  # the most requests it was answering at once
+        # The same per ``[[tag:NAME]]`` found in the request.
+        self.in_flight_by: Counter[str] = Counter()
+        self.max_in_flight_by: Counter[str] = Counter()
         self.completions = 0
         self.criteria_judged = 0
         self.suggestions = 0  # suggested-edit requests answered
@@ -469,6 +474,7 @@ class JudgeState:
         return {
             "requests": self.requests,
             "max_in_flight": self.max_in_flight,
+            "max_in_flight_by": dict(self.max_in_flight_by),
             "completions": self.completions,
             "criteria_judged": self.criteria_judged,
             "by_fault": dict(self.by_fault),
@@ -513,12 +519,17 @@ def transport_fault(fault: str | None, arg: str | None) -> web.Response | None:
 
 async def chat_completions(request: web.Request) -> web.Response:
     state: JudgeState = request.app["state"]
+    tag = TAG_RE.search(await request.text())  # the body is kept: read again below
+    name = tag.group(1) if tag else ""
     state.in_flight += 1
     state.max_in_flight = max(state.max_in_flight, state.in_flight)
+    state.in_flight_by[name] += 1
+    state.max_in_flight_by[name] = max(state.max_in_flight_by[name], state.in_flight_by[name])
     try:
         return await _chat_completions(request, state)
     finally:
         state.in_flight -= 1
+        state.in_flight_by[name] -= 1
 
 
 async def _chat_completions(request: web.Request, state: JudgeState) -> web.Response:
