@@ -77,6 +77,7 @@ def test_reset_clears_counters_and_fault_memory(server):
         "completions": 0,
         "criteria_judged": 0,
         "by_fault": {},
+        "max_in_flight_by": {},
     }
     assert ask(server, "refund [[judge:500x1]]")[0] == 500
 
@@ -90,6 +91,7 @@ def test_stats_count_requests_completions_and_criteria_judged(server):
         "completions": 1,
         "criteria_judged": 2,
         "by_fault": {"400": 1},
+        "max_in_flight_by": {"": 1},
     }
 
 

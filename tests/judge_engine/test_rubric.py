@@ -112,6 +112,7 @@ def test_batched_asks_all_criteria_in_one_call(judge, server):
         "completions": 1,
         "criteria_judged": 3,
         "by_fault": {},
+        "max_in_flight_by": {"": 1},  # untagged requests
     }
 
 
