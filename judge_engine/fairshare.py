@@ -67,6 +67,9 @@ class FairShare:
         self.waiting: OrderedDict[str, int] = OrderedDict()
         self.ledger, self.kind = ledger, kind
         self.mirrored = False  # the ledger holds what this share holds (resync sets it)
+        # The only live process (the ledger's beat says): decide locally, tell the ledger
+        # nothing per call; the beat writes the holdings whole.
+        self.solo = False
         self.mirror_lock = threading.Lock()  # a resync never interleaves with an update
 
     def room(self, tenant: str, wanted: int, *, first_in_line: bool) -> int:
@@ -82,7 +85,7 @@ class FairShare:
         """``room``, taken: by the ledger's global rule while it answers, else by the local one."""
         with self.mirror_lock:
             granted: int | None = None
-            if self.ledger is not None and self.mirrored:
+            if self.ledger is not None and self.mirrored and not self.solo:
                 try:
                     granted = self.ledger.grant(
                         self.kind, tenant, min(wanted, self.ceiling - self.total), first_in_line
@@ -135,8 +138,13 @@ class FairShare:
         else:
             counts.pop(tenant, None)
 
+    def unmirror(self, *, solo: bool) -> None:
+        """Stop telling the ledger (until the next ``resync``), deciding alone if ``solo``."""
+        with self.mirror_lock:
+            self.mirrored, self.solo = False, solo
+
     def _tell(self, what: str, tenant: str, delta: int) -> None:
-        if self.ledger is not None and self.mirrored:
+        if self.ledger is not None and self.mirrored and not self.solo:
             try:
                 self.ledger.add(self.kind, what, tenant, delta)
             except Exception as exc:  # noqa: BLE001 - resync repairs the ledger later

@@ -119,10 +119,11 @@ def test_redis_away_falls_back_to_the_local_share_and_recovers(client, namespace
     warned = [r for r in caplog.records if "does not answer" in r.getMessage()]
     assert len(warned) == 1
 
+    process(client, namespace, 2)  # another worker: the shares ask the ledger again
     ledger.bind(client)  # Redis is back
     with caplog.at_level(logging.WARNING, logger="judging.fair_ledger"):
         ledger.beat([share])
-    assert share.mirrored
+    assert share.mirrored and not share.solo
     assert any("answers again" in r.getMessage() for r in caplog.records)
     assert ledger.holdings()[ledger.proc] == {"cap:claims": 2, "h:claims:A": 1, "h:claims:B": 1}
     share.give_back("A", 1)
@@ -151,3 +152,22 @@ def test_judge_slots_freed_in_another_process_wake_a_waiter_here(client, namespa
         here.release("A")
 
     asyncio.run(scenario())
+
+
+def test_a_process_alone_decides_locally_and_its_beat_writes_its_holdings(client, namespace):
+    """The only live process asks Redis nothing per decision (the rule is the same); each beat
+    writes its holdings whole, and once a second process registers, the next beat makes both
+    decide from the ledger again."""
+    ledger, share = process(client, namespace, 4)
+    ledger.beat([share])
+    assert share.solo
+    assert share.arrive("B", 3) == 3
+    assert ledger.holdings()[ledger.proc] == {"cap:claims": 4}  # not told per call
+    ledger.beat([share])
+    assert ledger.holdings()[ledger.proc] == {"cap:claims": 4, "h:claims:B": 3}
+
+    other, there = process(client, namespace, 4)
+    ledger.beat([share])
+    assert share.mirrored and not share.solo
+    # Capacity 8 across both; the 3 B holds here count there: 5 left, not 8.
+    assert there.arrive("B", 8) == 5
