@@ -14,9 +14,10 @@ evaluations and its threads:
 is ``TENANT`` (a context variable the caller sets; "" when nobody did).
 
 A share may be *shared* with other processes through a ``Ledger`` (judging/fair_ledger.py keeps
-one in Redis): then ``grant`` asks the ledger, which applies the same rule to every live
-process's holdings at once (limit = the sum of their limits), and this process's own ``ceiling``
-still bounds what it holds. A ledger that fails is left alone (``mirrored`` False: the local
+one in Redis): then ``grant`` first applies the local rule and asks the ledger for at most that,
+and the ledger applies the same rule to every live process's holdings at once (limit = the sum
+of their limits). The ledger can only lower a grant: a process never holds more than its own
+rule allows. A ledger that fails is left alone (``mirrored`` False: the local
 rule decides) until ``resync`` writes this process's holdings to it again.
 """
 
@@ -82,18 +83,16 @@ class FairShare:
         return max(0, min(wanted, share - self.held.get(tenant, 0), self.ceiling - self.total))
 
     def grant(self, tenant: str, wanted: int, *, first_in_line: bool) -> int:
-        """``room``, taken: by the ledger's global rule while it answers, else by the local one."""
+        """``room``, taken; while the ledger answers, at most what its global rule allows too."""
         with self.mirror_lock:
-            granted: int | None = None
-            if self.ledger is not None and self.mirrored and not self.solo:
+            # The local rule bounds every grant: the ledger may only lower it (what other
+            # processes hold for the tenant), never raise a process past its own limit.
+            granted = self.room(tenant, wanted, first_in_line=first_in_line)
+            if granted > 0 and self.ledger is not None and self.mirrored and not self.solo:
                 try:
-                    granted = self.ledger.grant(
-                        self.kind, tenant, min(wanted, self.ceiling - self.total), first_in_line
-                    ) if self.total < self.ceiling else 0  # fmt: skip
+                    granted = self.ledger.grant(self.kind, tenant, granted, first_in_line)
                 except Exception as exc:  # noqa: BLE001 - any ledger failure: decide alone
                     self._lost(exc)
-            if granted is None:
-                granted = self.room(tenant, wanted, first_in_line=first_in_line)
             self._count(self.held, tenant, granted)
             self.total += max(0, granted)
             return granted

@@ -47,31 +47,45 @@ def process(client, namespace, limit: int, ttl: float = 30.0) -> tuple[RedisLedg
 
 
 def test_a_teams_share_counts_its_holdings_in_every_process(client, namespace):
-    """Two processes of limit 4: capacity 8. B takes 6 in one and 2 in the other (alone, it
-    uses everything). A still gets in (under its share of 4). B is then refused in the first
-    process although B holds only 2 there, a local rule would let it in: B holds 8 of the
-    deployment, twice its share."""
+    """Two processes of limit 4: capacity 8. B asks for 6 in one and is granted 4 (a process
+    never holds more than its own rule allows), then 3 in the other; A enters the first under
+    its share (the bounded overdraft): the deployment is full. B is then refused in the second
+    process although that process has room and its local rule alone would let B in: B holds 7
+    of the deployment's 8, more than its share of 4."""
     _, p1 = process(client, namespace, 4)
     _, p2 = process(client, namespace, 4)
-    assert p2.arrive("B", 6) == 6
-    assert p1.arrive("B", 4) == 2  # only 2 left of the capacity of 8
-    assert p1.arrive("A", 1) == 1  # under its share: the bounded overdraft
-    assert p1.arrive("B", 1) == 0
-    assert FairShare(4).room("B", 1, first_in_line=True) == 1  # what a lone process would say
+    assert p1.arrive("B", 6) == 4
+    assert p2.arrive("B", 3) == 3
+    assert p1.arrive("A", 1) == 1
+    assert p2.room("B", 1, first_in_line=True) == 1  # what the local rule alone would say
+    assert p2.arrive("B", 1) == 0
 
-    p2.give_back("B", 6)  # B now holds 2 of 8, A 1: room again
-    assert p1.arrive("B", 1) == 1
+    p1.give_back("B", 4)  # B now holds 3 of 8, A 1: room again
+    assert p2.arrive("B", 1) == 1
+
+
+def test_a_process_never_takes_more_than_its_own_rule_allows(client, namespace):
+    """Capacity 6 (two processes of 3) and nothing held anywhere: the ledger alone would give B
+    all 6, but one process takes at most its limit, and past it only the overdraft of a team
+    under its share."""
+    _, p1 = process(client, namespace, 3)
+    process(client, namespace, 3)
+    assert p1.arrive("B", 6) == 3
+    assert p1.arrive("B", 1) == 0  # alone in this process and at its limit
+    assert p1.arrive("A", 5) == 2  # A's local share of 2: overdraft up to twice the limit
+    assert p1.total == 5 <= p1.ceiling
 
 
 def test_a_waiting_team_anywhere_counts_as_a_team_with_work(client, namespace):
-    """Capacity 6 (two processes of 3), full: C holds 4, B 2. B under its share of two teams
-    (3) gets one more; while A waits in the other process, three teams have work, B's share is
-    2 and it gets nothing."""
+    """Capacity 6 (two processes of 3): C holds 3 in one, B 2 in the other. With one free slot
+    and nobody waiting, B takes it; while A waits in the other process, three teams have work,
+    B's share is 2 and it gets nothing, though its own process has room."""
     _, p1 = process(client, namespace, 3)
     _, p2 = process(client, namespace, 3)
-    assert p1.arrive("C", 4) == 4
+    assert p1.arrive("C", 4) == 3
     assert p2.arrive("B", 2) == 2
     p1.wait("A")
+    assert p2.room("B", 1, first_in_line=True) == 1
     assert p2.arrive("B", 1) == 0
     p1.stop_waiting("A")
     assert p2.arrive("B", 1) == 1
@@ -80,14 +94,16 @@ def test_a_waiting_team_anywhere_counts_as_a_team_with_work(client, namespace):
 def test_a_dead_processs_holdings_expire(client, namespace):
     """A process killed while holding (its hash is never renewed) stops counting once its
     TTL runs out, and is dropped from the process list."""
-    dead, gone = process(client, namespace, 4, ttl=0.5)
-    live, p = process(client, namespace, 4)
-    assert gone.arrive("B", 8) == 8
-    assert p.arrive("B", 1) == 0  # capacity 8 held
+    dead, gone = process(client, namespace, 2, ttl=0.5)
+    live, p = process(client, namespace, 2)
+    assert gone.arrive("B", 8) == 2
+    assert gone.arrive("A", 1) == 1  # A under its share: the process holds 3 of capacity 4
+    assert p.arrive("B", 2) == 1  # one slot left in the deployment
+    p.give_back("B", 1)
     wait_for(
         lambda: not client.exists(dead.own_key), timeout=10, message="the dead process's hash to expire"
     )  # fmt: skip
-    assert p.arrive("B", 4) == 4  # only the live process counts now: capacity 4
+    assert p.arrive("B", 2) == 2  # only the live process counts now: capacity 2, all free
     live.beat([p])
     assert live.peers == 1
     assert list(live.holdings()) == [live.proc]
@@ -132,24 +148,27 @@ def test_redis_away_falls_back_to_the_local_share_and_recovers(client, namespace
 
 
 def test_judge_slots_freed_in_another_process_wake_a_waiter_here(client, namespace):
-    """FairSlots of two processes (one slot each): B fills both through the second; in the
-    first, A enters (under its share) and B waits. Only the second process frees B's slots,
-    which notifies nobody in the first: its waiter finds the room by looking again."""
+    """FairSlots of two processes (two slots each, capacity 4): B fills the second's two and A
+    enters there as well (under its share) and here: the deployment is full. B then waits
+    here, though this process has a free slot. Only the second process frees B's slots, which
+    notifies nobody here: the waiter finds the room by looking again."""
 
     async def scenario() -> None:
-        here = FairSlots(1, RedisLedger(client, namespace, 30.0), poll=0.05)
-        there = FairSlots(1, RedisLedger(client, namespace, 30.0), poll=0.05)
+        here = FairSlots(2, RedisLedger(client, namespace, 30.0), poll=0.05)
+        there = FairSlots(2, RedisLedger(client, namespace, 30.0), poll=0.05)
         await there.acquire("B")
-        await there.acquire("B")  # capacity 2, B alone: both
-        await here.acquire("A")  # A holds nothing: its share of 1
+        await there.acquire("B")
+        await there.acquire("A")  # A holds nothing: the overdraft
+        await here.acquire("A")
         waiter = asyncio.ensure_future(here.acquire("B"))
         await asyncio.sleep(0.2)
-        assert not waiter.done(), "B holds 2 of 2: no room for more"
+        assert not waiter.done(), "the deployment's 4 slots are held, B holds its share of 2"
         there.release("B")
         there.release("B")
         await asyncio.wait_for(waiter, timeout=10)
         here.release("B")
         here.release("A")
+        there.release("A")
 
     asyncio.run(scenario())
 
@@ -169,5 +188,7 @@ def test_a_process_alone_decides_locally_and_its_beat_writes_its_holdings(client
     other, there = process(client, namespace, 4)
     ledger.beat([share])
     assert share.mirrored and not share.solo
-    # Capacity 8 across both; the 3 B holds here count there: 5 left, not 8.
-    assert there.arrive("B", 8) == 5
+    share.wait("A")
+    # Capacity 8, A waiting here: B's share is 4 and the 3 it holds here count there.
+    assert there.room("B", 8, first_in_line=True) == 4
+    assert there.arrive("B", 8) == 1
