@@ -278,8 +278,9 @@ EVALSITE_SWEEP_INTERVAL = env_float("EVALSITE_SWEEP_INTERVAL", 30.0)
 EVALSITE_REQUEUE_AFTER = env_int("EVALSITE_REQUEUE_AFTER", 120)
 EVALSITE_MAX_ATTEMPTS = env_int("EVALSITE_MAX_ATTEMPTS", 5)
 # Evaluations per broker message when many are sent at once (bulk ingest, re-score): a worker
-# claims, judges (concurrently) and writes one message's evaluations together. 1: a message each.
-EVALSITE_TASK_BATCH = env_int("EVALSITE_TASK_BATCH", 8)
+# claims, judges (concurrently) and writes one message's evaluations together: the claim's and the
+# write's fixed statements are shared by the whole message (docs/benchmarks.md). 1: a message each.
+EVALSITE_TASK_BATCH = env_int("EVALSITE_TASK_BATCH", 32)
 EVALSITE_MAX_RUN_BYTES = env_int("EVALSITE_MAX_RUN_BYTES", 1_000_000)
 EVALSITE_PAGE_SIZE_MAX = env_int("EVALSITE_PAGE_SIZE_MAX", 200)
 # Criteria per rubric version (and per inline rubric of a run): every write path refuses more
