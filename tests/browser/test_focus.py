@@ -62,7 +62,8 @@ def tab_to(page: Any, selector: str, limit: int = 120) -> None:
     """Press Tab until the focused element matches ``selector``."""
     for _ in range(limit):
         page.keyboard.press("Tab")
-        if page.evaluate("s => document.activeElement.matches(s)", selector):
+        # Null while a navigation swaps the document: press again rather than fail.
+        if page.evaluate("s => !!document.activeElement && document.activeElement.matches(s)", selector):
             return
     raise AssertionError(f"Tab never reached {selector}")
 
@@ -100,6 +101,7 @@ def test_keyboard_focus_rings_have_3_to_1_contrast_against_what_surrounds_them(
 
     page.get_by_placeholder("New key name, e.g. CI pipeline").fill("ci")
     page.get_by_role("button", name="Create key").click()
+    page.locator(".secret button").wait_for()  # the POST's answer has loaded
     page.evaluate("document.activeElement && document.activeElement.blur()")
     focus_ratio(page, ".secret button", "Copy button on the dark secret box", found)
 
