@@ -63,7 +63,9 @@ def tab_to(page: Any, selector: str, limit: int = 120) -> None:
     for _ in range(limit):
         page.keyboard.press("Tab")
         # Null while a navigation swaps the document: press again rather than fail.
-        if page.evaluate("s => !!document.activeElement && document.activeElement.matches(s)", selector):
+        if page.evaluate(
+            "s => !!document.activeElement && document.activeElement.matches(s)", selector
+        ):
             return
     raise AssertionError(f"Tab never reached {selector}")
 
