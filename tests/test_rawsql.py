@@ -149,6 +149,40 @@ def test_update_rows_writes_each_row_its_own_values(make_run):
     assert AgentRun.objects.get(pk=runs[0].pk).passed is True
 
 
+def test_insert_rows_stores_what_bulk_create_stores(make_run, make_rubric):
+    from runs.models import CriterionVerdict
+
+    rubric = make_rubric(criteria=[{"description": "Is polite"}])
+    run = make_run(rubric=rubric.slug)
+    evaluation = Evaluation.objects.get(run=run, kind="rubric")
+
+    def verdict(key: str, text: str, evidence: list) -> CriterionVerdict:
+        return CriterionVerdict(
+            evaluation_id=evaluation.id, team_id=run.team_id, run_id=run.id, rubric_id=None,
+            run_created_at=run.created_at, criterion_key=key, position=0, description=text,
+            required=True, satisfied=False, reasoning=text, verdict_key="k" * 64,
+            evidence=evidence, evidence_note=text[:300],
+        )  # fmt: skip
+
+    # What COPY's text format must escape: tabs, newlines, backslashes, \N, quotes, non-ASCII.
+    text = "tab\there\nline \\ back \\N not null \"q\" 's' é ✓ \r"
+    evidence = [0, 3, {"note": "a\tb\\c", "nested": [None, True, 1.5]}]
+    copied, made = verdict("a", text, evidence), verdict("b", text, evidence)
+    rawsql.insert_rows(CriterionVerdict, [copied])
+    CriterionVerdict.objects.bulk_create([made])
+
+    stored = {v.criterion_key: v for v in CriterionVerdict.objects.filter(evaluation=evaluation)}
+    for field in CriterionVerdict._meta.concrete_fields:
+        if field.attname in ("id", "criterion_key"):
+            continue
+        assert getattr(stored["a"], field.attname) == getattr(stored["b"], field.attname), field
+    assert stored["a"].pk == copied.pk and stored["a"].reasoning == text
+    assert stored["a"].evidence == evidence and stored["a"].rubric_id is None
+    rawsql.insert_rows(CriterionVerdict, [])  # nothing to insert: no statement
+    with pytest.raises(ValueError, match="primary key"):
+        rawsql.insert_rows(CriterionVerdict, [CriterionVerdict(id=None)])
+
+
 def test_select_in_filters_orders_and_locks_as_the_orm_would(make_run, make_rubric):
     from django.db import transaction
 
@@ -184,7 +218,7 @@ SQL_CALLS = {"cursor", "raw", "execute", "executemany", "executescript", "extra"
 NOT_SQL = {("evalsite/notify.py", "pipe.execute")}  # a Redis pipeline
 SQL_TEXT = re.compile(
     r"\bSELECT\b.*\bFROM\b|\bINSERT\s+(OR\s+\w+\s+)?INTO\b|\bUPDATE\b.*\bSET\b|\bDELETE\s+FROM\b"
-    r"|\bON\s+CONFLICT\b|\bLISTEN\b|\bNOTIFY\b|pg_\w+\(|\bLOCK\s+TABLE\b|\bPRAGMA\b|\bBEGIN\b",
+    r"|\bON\s+CONFLICT\b|\bLISTEN\b|\bNOTIFY\b|pg_\w+\(|\bLOCK\s+TABLE\b|\bPRAGMA\b|\bBEGIN\b|\bCOPY\b.*\bFROM\s+STDIN\b",
     re.DOTALL,
 )
 # Django's names for its own internals: the underscore attributes of the classes our code

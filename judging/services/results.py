@@ -224,13 +224,13 @@ def _write(jobs: list[Finished], runs: dict[Any, AgentRun]) -> None:
         rawsql.update_rows(Evaluation, group, names)
     written = {e.pk: e for group in updates.values() for e in group}
     if verdicts:
-        CriterionVerdict.objects.bulk_create([v for v, _ in verdicts])
+        rawsql.insert_rows(CriterionVerdict, [v for v, _ in verdicts])
     rollup_verdicts_changed(added=verdicts, removed=removed)
     rollup_evaluations_demoted(rows=banded)
     rollup_evaluations_counted(rows=[_ended_row(job.evaluation, written) for job in jobs])
     rollup_versions_judged(judged=_judged_on_versions(jobs, written), before=rows)
     if breakdowns:
-        AlignmentBreakdown.objects.bulk_create(breakdowns)
+        rawsql.insert_rows(AlignmentBreakdown, breakdowns)
     otel_export_enqueue(evaluations=_exported(jobs, written))
     _applied(rows, updates, current.demoted)
     before = {

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from evalsite import rawsql
 from evalsite.errors import Conflict, FieldErrors, TooLarge
 from judge_engine.text import CriteriaSourceError, resolve_criteria
 from judge_engine.trajectory import final_texts, flagged, normalise
@@ -294,13 +295,13 @@ def run_build(
 def runs_store(built: list[tuple[AgentRun, list[Evaluation]]], *, enqueue: bool = True) -> None:
     """Insert runs and evaluations with a fixed number of queries; enqueue after commit."""
     runs = [run for run, _ in built]
-    AgentRun.objects.bulk_create(runs)
+    rawsql.insert_rows(AgentRun, runs)
     rollup_runs_added(runs=runs)
     tools = [tool for run in runs for tool in run_tools(run)]
     if tools:
         RunTool.objects.bulk_create(tools)
     evaluations = [e for _, es in built for e in es]
-    Evaluation.objects.bulk_create(evaluations)
+    rawsql.insert_rows(Evaluation, evaluations)
     if enqueue:
         evaluations_enqueue(e.id for e in evaluations)
 

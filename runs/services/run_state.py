@@ -100,11 +100,12 @@ def _run_values(
 
 def _write_runs(fields: dict[Any, dict[str, Any]]) -> None:
     """One UPDATE per set of fields written (run id -> field -> value)."""
-    groups: dict[tuple[str, ...], list[AgentRun]] = {}
+    groups: dict[tuple[str, ...], list[tuple[Any, list[Any]]]] = {}
     for run_id, values in fields.items():
-        groups.setdefault(tuple(sorted(values)), []).append(AgentRun(pk=run_id, **values))
+        names = tuple(sorted(values))
+        groups.setdefault(names, []).append((run_id, [values[n] for n in names]))
     for names, group in groups.items():
-        rawsql.update_rows(AgentRun, group, names)
+        rawsql.update_values(AgentRun, names, group)
 
 
 def _before(run_ids: list[Any]) -> dict[Any, tuple]:
