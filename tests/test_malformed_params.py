@@ -4,18 +4,26 @@ Every URL pattern of the site (and every GET of the API) is requested by a signe
 real objects in its path, then with malformed query parameters: garbage cursors, non-UUID ids,
 negative and huge numbers, NUL bytes, over-long text. Every HTML form view is posted the same
 garbage. Anything but a 500 is acceptable here (the specific answers are tested per page).
+
+Each parameter is also sent alone, the bad values taking turns, to each view that reads it. A
+request with one parameter set is the request without it until the view first reads that
+parameter, so a view that never reads it without parameters (nor with all of them) never reads
+it alone either: the reads are recorded (``reads``), and a view that walks the whole query
+(``keys()``, ``dict()``, as django-ninja does) is sent every parameter alone.
 """
 
 from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
+from django.utils.datastructures import MultiValueDict
 
 from judging.services.rescore import batch_create
 from teams.services import api_key_create
@@ -90,12 +98,79 @@ def client_for(owner) -> Client:
     return client
 
 
-def query_sets() -> Iterator[dict[str, str]]:
-    yield {}
-    for value in BAD:
-        yield {name: value for name in PARAMS}
-    for i, name in enumerate(PARAMS):  # each alone, the bad values taking turns
-        yield {name: BAD[i % len(BAD)]}
+EVERY = "*"  # the view walked the whole query: every parameter may matter
+KEYED = ("__getitem__", "get", "getlist", "__contains__", "pop", "setdefault")
+WHOLE = ("keys", "items", "lists", "values", "dict", "__iter__", "__len__", "copy", "urlencode")
+
+
+@contextmanager
+def reads() -> Iterator[set[str]]:
+    """The parameter names any query or form dict was asked for meanwhile (EVERY: walked)."""
+    seen: set[str] = set()
+
+    def keyed(method: Callable) -> Callable:
+        def read(self: Any, key: Any, *args: Any, **kwargs: Any) -> Any:
+            seen.add(str(key))
+            return method(self, key, *args, **kwargs)
+
+        return read
+
+    def whole(method: Callable) -> Callable:
+        def read(self: Any, *args: Any, **kwargs: Any) -> Any:
+            seen.add(EVERY)
+            return method(self, *args, **kwargs)
+
+        return read
+
+    classes = (MultiValueDict, *MultiValueDict.__subclasses__())
+    saved = [
+        (cls, n, cls.__dict__[n]) for cls in classes for n in KEYED + WHOLE if n in cls.__dict__
+    ]
+    for cls, n, method in saved:
+        setattr(cls, n, keyed(method) if n in KEYED else whole(method))
+    for n in KEYED + WHOLE:  # dict's own methods MultiValueDict does not override
+        if n not in MultiValueDict.__dict__ and hasattr(dict, n):
+            method = getattr(dict, n)
+            setattr(MultiValueDict, n, keyed(method) if n in KEYED else whole(method))
+            saved.append((MultiValueDict, n, None))
+    try:
+        yield seen
+    finally:
+        for cls, n, method in saved:
+            if method is None:
+                delattr(cls, n)
+            else:
+                setattr(cls, n, method)
+
+
+def sweep(send: Callable[[dict[str, str]], int]) -> list[tuple[dict[str, str], int]]:
+    """Send the query sets; (params, status) of each answer. Without parameters and with all
+    of them at once first, recording which the view reads; then each it reads alone."""
+    answers = []
+    with reads() as seen:
+        for params in [{}] + [dict.fromkeys(PARAMS, value) for value in BAD]:
+            answers.append((params, send(params)))
+    alone = PARAMS if EVERY in seen else [p for p in PARAMS if p in seen]
+    for name in alone:  # each alone, the bad values taking turns
+        params = {name: BAD[PARAMS.index(name) % len(BAD)]}
+        answers.append((params, send(params)))
+    return answers
+
+
+def test_the_reads_are_recorded_for_forms_queries_and_whole_walks():
+    from django.http import QueryDict
+
+    query, get = QueryDict("a=1&b=2&c=3"), MultiValueDict.get
+    with reads() as seen:
+        query.get("a"), query.getlist("b"), "zz" in query  # noqa: B018
+    assert seen == {"a", "b", "zz"}
+    with reads() as seen:
+        list(query.keys())
+    assert seen == {EVERY}
+    with reads() as seen:
+        pass
+    assert seen == set() and query.get("a") == "1"
+    assert MultiValueDict.get is get and "__contains__" not in MultiValueDict.__dict__
 
 
 # Each sweep is split into shards of the site's routes (every route in exactly one), so the
@@ -138,10 +213,9 @@ def test_no_get_with_malformed_parameters_answers_500(owner, world, shard):
     client = client_for(owner)
     failures = []
     for url in urls(world, shard):
-        for params in query_sets():
-            response = client.get(url, params)
-            if response.status_code >= 500:
-                failures.append(described(url, params, response.status_code))
+        for params, status in sweep(lambda params: client.get(url, params).status_code):
+            if status >= 500:
+                failures.append(described(url, params, status))
     for url in malformed_paths(world, shard):
         response = client.get(url)
         if response.status_code >= 500:
@@ -156,9 +230,8 @@ def test_no_form_post_with_malformed_fields_answers_500(owner, world, shard):
     for url in urls(world, shard):
         if url.startswith("/api/") or url.startswith("/accounts/logout"):
             continue
-        for params in query_sets():
-            response = client.post(url, params)
-            if response.status_code >= 500:
-                failures.append(described(url, params, response.status_code))
+        for params, status in sweep(lambda params: client.post(url, params).status_code):
+            if status >= 500:
+                failures.append(described(url, params, status))
         client.force_login(owner)  # a post may have switched the team or signed out
     assert failures == [], "\n".join(map(repr, failures))
