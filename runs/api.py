@@ -92,7 +92,9 @@ def create_runs_bulk(request: HttpRequest, payload: BulkIn):
     nothing and answers 422 with `extra.errors` = [{index, field, message}] for every item.
     201 when at least one run was created, else 200 (every item named an existing run)."""
     results = runs_ingest_bulk(team=editor(request).team, items=payload.runs)
-    evaluations = evaluations_latest_for_runs(run_ids=[run.pk for run, _ in results])
+    # The runs it created are answered from the evaluations it stored (as POST /api/runs
+    # answers a new run); only runs that existed already are read back.
+    known = evaluations_latest_for_runs(run_ids=[r.run.pk for r in results if r.stored is None])
     items = [
         {
             "index": i,
@@ -100,9 +102,11 @@ def create_runs_bulk(request: HttpRequest, payload: BulkIn):
             "external_id": run.external_id,
             "created": created,
             "status": run.status,
-            "evaluations": [evaluation_out(e) for e in evaluations[run.pk]],
+            "evaluations": [evaluation_out(e, unjudged=True) for e in stored]
+            if stored is not None
+            else [evaluation_out(e) for e in known[run.pk]],
         }
-        for i, (run, created) in enumerate(results)
+        for i, (run, created, stored) in enumerate(results)
     ]
     created = sum(1 for item in items if item["created"])
     body = {"created": created, "existing": len(items) - created, "items": items}

@@ -5,6 +5,8 @@ tests/conftest.py."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.test import Client
@@ -60,3 +62,19 @@ def assert_error(response, status: int) -> dict[str, Any]:
     body = response.json()
     assert set(body) == {"message", "extra"} and body["message"], body
     return body
+
+
+@contextmanager
+def statements() -> Iterator[list[str]]:
+    """The SQL of every statement sent meanwhile on this thread's connection (an execute
+    wrapper: unlike connection.queries, which each request's start clears)."""
+    from django.db import connection
+
+    sent: list[str] = []
+
+    def record(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        sent.append(sql)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
+        yield sent

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import transaction
 from pydantic import ValidationError
@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from evalsite.errors import AppError
 from teams.models import Team
 
-from ..models import AgentRun
+from ..models import AgentRun, Evaluation
 from ..payloads import RunPayload
 from .ingest import RunConflict, RunValidationError
 from .ingest_many import runs_ingest_many
@@ -33,10 +33,20 @@ class BulkValidationError(AppError, ValueError):
         self.errors = errors
 
 
-def runs_ingest_bulk(*, team: Team, items: list[Any]) -> list[tuple[AgentRun, bool]]:
-    """Ingest every item like run_ingest does, in one transaction, returning (run, created)
-    per item in order. Any invalid item stores nothing and raises BulkValidationError listing
-    the errors of every item. Items with the same external_id and content map to one run."""
+class BulkItem(NamedTuple):
+    """One item's run, whether this item created it, and the evaluations this call stored
+    for it (queued, no verdicts yet) when this call created it (at this item or an earlier
+    one naming the same run); None for a run that existed before the call."""
+
+    run: AgentRun
+    created: bool
+    stored: list[Evaluation] | None
+
+
+def runs_ingest_bulk(*, team: Team, items: list[Any]) -> list[BulkItem]:
+    """Ingest every item like run_ingest does, in one transaction, one BulkItem per item in
+    order. Any invalid item stores nothing and raises BulkValidationError listing the errors
+    of every item. Items with the same external_id and content map to one run."""
     if len(items) > MAX_BULK_RUNS:
         error = {
             "index": None,
@@ -45,8 +55,11 @@ def runs_ingest_bulk(*, team: Team, items: list[Any]) -> list[tuple[AgentRun, bo
         }
         raise BulkValidationError([error], len(items))
     payloads, errors = _parse(items)
+    stored: dict[Any, list[Evaluation]] = {}
     with transaction.atomic():
-        results, failures = runs_ingest_many(team=team, payloads=[p for _, p in payloads])
+        results, failures = runs_ingest_many(
+            team=team, payloads=[p for _, p in payloads], stored=stored
+        )
         for position, exc in failures:
             errors.extend(_item_errors(payloads[position][0], exc))
         if errors:
@@ -54,7 +67,7 @@ def runs_ingest_bulk(*, team: Team, items: list[Any]) -> list[tuple[AgentRun, bo
             transaction.set_rollback(True)
     if errors:
         raise BulkValidationError(sorted(errors, key=lambda e: e["index"]), len(items))
-    return results
+    return [BulkItem(run, created, stored.get(run.pk)) for run, created in results]
 
 
 def _parse(items: list[Any]) -> tuple[list[tuple[int, RunPayload]], list[dict[str, Any]]]:

@@ -3,6 +3,8 @@ every item answered as if it had been sent alone."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import IntegrityError, transaction
 
 from rubrics.models import Rubric
@@ -24,7 +26,10 @@ from .ingest import (
 
 
 def runs_ingest_many(
-    *, team: Team, payloads: list[RunPayload]
+    *,
+    team: Team,
+    payloads: list[RunPayload],
+    stored: dict[Any, list[Evaluation]] | None = None,
 ) -> tuple[list[tuple[AgentRun, bool]], list[tuple[int, Exception]]]:
     """Ingest many runs with a fixed number of queries (bulk inserts, one enqueue pass).
 
@@ -37,6 +42,9 @@ def runs_ingest_many(
     it had come first (as the sequential case would be): the insert that collides is undone
     (a savepoint), the runs stored meanwhile are read again and every item is classified anew
     (same content: that run, not created; other content: a conflict), up to STORE_ATTEMPTS.
+
+    ``stored``, when given, receives run id -> the evaluations this call stored for each run
+    it created, as stored (queued, no verdicts yet): an answer needs not read them back.
     """
     rubrics: dict[str, Rubric | None] = {}
     for attempt in range(1, STORE_ATTEMPTS + 1):
@@ -50,6 +58,8 @@ def runs_ingest_many(
             if attempt == STORE_ATTEMPTS:
                 raise
             continue
+        if stored is not None:
+            stored.update((run.pk, evaluations) for run, evaluations in built)
         break
     return [r for r in results if r is not None], errors
 

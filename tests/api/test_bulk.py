@@ -20,6 +20,27 @@ def test_valid_runs_are_stored_together_with_their_evaluations(api, make_rubric)
     assert Evaluation.objects.count() == 3
 
 
+def test_each_items_answer_is_what_reading_its_run_back_gives(api, make_rubric):
+    """New runs are answered from what the call stored (no verdict is read back), runs that
+    existed already from the database; in either case exactly what GET /runs/{id} answers."""
+    from tests.api_client import statements
+
+    rubric = make_rubric(alignment_mode="both")
+    fresh = [run_payload(external_id=f"n-{i}", rubric=rubric.slug) for i in range(2)]
+    with statements() as sent:
+        first = api.post("/runs/bulk", {"runs": [*fresh, fresh[0]]})
+    again = api.post("/runs/bulk", {"runs": [fresh[1], run_payload(rubric=rubric.slug)]})
+
+    assert (first.status_code, again.status_code) == (201, 201), first.content
+    assert [i["created"] for i in first.json()["items"]] == [True, True, False]
+    assert [i["created"] for i in again.json()["items"]] == [False, True]
+    for item in first.json()["items"] + again.json()["items"]:
+        stored = api.get(f"/runs/{item['id']}").json()
+        assert item["evaluations"] == stored["evaluations"], item["external_id"]
+        assert [e["kind"] for e in stored["evaluations"]] == ["rubric", "alignment"]
+    assert sent and not [q for q in sent if "criterionverdict" in q.lower()]
+
+
 def test_sending_the_same_batch_again_creates_nothing(api):
     runs = [run_payload(external_id=f"b-{i}") for i in range(3)]
     first = api.post("/runs/bulk", {"runs": runs}).json()
