@@ -1,6 +1,6 @@
 """Every kind of page of the site, over demo-like data: the one list the whole-site browser
-test walks (test_accessibility.py runs axe on each at 1280 px, test_accessibility_phone.py at
-390 px, where it also measures that none scrolls sideways).
+test walks (test_accessibility.py runs axe on each at 1280 and 390 px, and measures at 390 px
+that none scrolls sideways).
 
 ``seed_page_kinds`` makes the data through the real services (the judge faked at its HTTP
 boundary by the ``fake_judge`` fixture, OTLP spans posted to the real endpoint), with a

@@ -1,8 +1,7 @@
 """The whole-site walk: every page kind (tests/browser/page_kinds.py) over demo-like data, at
-1280 px here and at 390 px in test_accessibility_phone.py. axe-core (vendored from the npm
-package, tests/browser/vendor/) checks WCAG 2.1 A/AA and best practices, and any violation fails
-the test; at 390 px no page may scroll sideways (test_phone.py's measure). Every focusable point
-of the home page's charts has a name."""
+1280 and at 390 px. axe-core (vendored from the npm package, tests/browser/vendor/) checks WCAG
+2.1 A/AA and best practices, and any violation fails the test; at 390 px no page may scroll
+sideways (test_phone.py's measure). Every focusable point of the home page's charts has a name."""
 
 from __future__ import annotations
 
@@ -21,8 +20,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 AXE = Path(__file__).parent / "vendor" / "axe.min.js"
 TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]
 # Every page is checked at a desktop and at a phone width, over the same seeded data.
-DESKTOP = {"width": 1280, "height": 900}
-VIEWPORTS = [DESKTOP, PHONE]
+VIEWPORTS = [{"width": 1280, "height": 900}, PHONE]
 
 
 def axe_violations(page: Any) -> list[str]:
@@ -62,41 +60,31 @@ def chart_point_names(page: Any) -> list[str]:
     return names
 
 
-def walk(viewport: dict[str, int], chromium, live_server, page, owner, data) -> list[str]:
-    """What is wrong with every page kind (and the sign-in page, signed out) at ``viewport``."""
-    found = []
-    where = f"{viewport['width']} px"
-    page.set_viewport_size(viewport)
-    for url in page_urls(data):
-        page.goto(url)
-        found += check(page, url, where)
-    signed_out = chromium.new_context(base_url=live_server.url, viewport=viewport)
-    login = signed_out.new_page()
-    login.goto("/accounts/login/")
-    found += check(login, "/accounts/login/", where)
-    signed_out.close()
-    return found
-
-
-def seeded(page, owner, make_rubric, make_run, api_key, fake_judge, settings) -> dict:
-    settings.EVALSITE_OTEL_ASSEMBLE_DELAY = 0  # OTLP spans become a run in the request
-    settings.EVALSITE_JUDGE_ALLOW_PRIVATE = True  # the team's connection is the fake judge
-    return seed_page_kinds(page, owner, make_rubric, make_run, api_key, fake_judge.url)
-
-
-# The phone width walks the same pages in test_accessibility_phone.py: a file of its own, so
-# the suite's processes (a whole file to each) walk the two widths side by side.
-def test_every_page_kind_has_no_axe_violations_at_1280_px(
+def test_every_page_kind_has_no_axe_violations_and_fits_a_phone(
     chromium, live_server, browser_page, sign_in, owner, make_rubric, make_run, fake_judge,
     api_key, settings,
 ):  # fmt: skip
+    settings.EVALSITE_OTEL_ASSEMBLE_DELAY = 0  # OTLP spans become a run in the request
+    settings.EVALSITE_JUDGE_ALLOW_PRIVATE = True  # the team's connection is the fake judge
     page = sign_in(browser_page, owner)
-    data = seeded(page, owner, make_rubric, make_run, api_key, fake_judge, settings)
+    data = seed_page_kinds(page, owner, make_rubric, make_run, api_key, fake_judge.url)
 
     names = chart_point_names(page)
     assert any(" passed (" in name for name in names), names
     assert any(name.startswith("Judge tokens per day · ") for name in names), names
-    found = walk(DESKTOP, chromium, live_server, page, owner, data)
+    found = []
+    signed_out = chromium.new_context(base_url=live_server.url)
+    login = signed_out.new_page()
+    for viewport in VIEWPORTS:
+        where = f"{viewport['width']} px"
+        page.set_viewport_size(viewport)
+        for url in page_urls(data):
+            page.goto(url)
+            found += check(page, url, where)
+        login.set_viewport_size(viewport)
+        login.goto("/accounts/login/")
+        found += check(login, "/accounts/login/", where)
+    signed_out.close()
     assert not found, "violations:\n" + "\n".join(found)
 
 

@@ -1,8 +1,8 @@
 """Every page kind fits a 390 px phone: at 390×844 no page scrolls sideways. What is wider
 than the screen (a table) scrolls inside its own box; forms stack; long words wrap.
 
-``overflow`` is the measure; test_accessibility_phone.py's whole-site walk applies it to every
-page kind at 390 px over the same seeded data as its axe pass."""
+``overflow`` is the measure; test_accessibility.py's whole-site walk applies it to every page
+kind at 390 px over the same seeded data as its axe pass (one seeding for both)."""
 
 from __future__ import annotations
 
